@@ -1,0 +1,46 @@
+/**
+ * The composition root: the `passlb` command. The only module that reads process.argv,
+ * process.env, the standard streams, or sets the exit code. Each subcommand lives in its
+ * own file and receives its I/O as arguments.
+ */
+import { Command, CommanderError } from "commander";
+import type { CliIo } from "./load-input.ts";
+import { registerPlanCommand } from "./plan-command.ts";
+
+export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
+  const program = new Command("passlb")
+    .description("Cloud-grade passthrough load balancing for Kubernetes type: LoadBalancer Services")
+    .version("0.1.0")
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+  registerPlanCommand(program, io, setExitCode);
+  return program;
+}
+
+async function main(): Promise<void> {
+  const io: CliIo = {
+    stdout: (t) => process.stdout.write(t),
+    stderr: (t) => process.stderr.write(t),
+    readStdin: async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString("utf8");
+    },
+  };
+  const program = buildProgram(io, (code) => {
+    process.exitCode = code;
+  });
+  try {
+    await program.parseAsync(process.argv);
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // help and version exit 0; usage errors exit 2 like other input problems
+      process.exitCode = e.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    process.stderr.write(`passlb: internal error: ${(e as Error).stack ?? String(e)}\n`);
+    process.exitCode = 70;
+  }
+}
+
+await main();

@@ -1,0 +1,32 @@
+/**
+ * Operational failures: one error class with a stable code from one catalogue
+ * (docs/errors.md lists them; a test keeps the two in step). Expected findings about the
+ * input are not errors but data (planner issues, input problems); bugs throw plain Errors.
+ */
+
+export const ERROR_CODES = {
+  input_unreadable: "a manifest path could not be read",
+  input_invalid: "the manifests have problems (each is listed with file, object and field)",
+  port_in_use: "a listener could not bind its address",
+  nft_failed: "nft refused a ruleset transaction",
+  nft_unavailable: "the nft command or the kernel's nf_tables is not available",
+  api_unreachable: "the Kubernetes API server could not be reached",
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class PasslbError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "PasslbError";
+    this.code = code;
+    this.details = options.details ?? {};
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * Turns manifest text into documents: multi-document YAML (JSON is YAML), and `kind: List`
+ * expanded into its items. Pure: the caller reads the files and names the source.
+ * Decoding the objects is `decode.ts`'s job; here a document is any parsed value.
+ */
+import { parseAllDocuments } from "yaml";
+
+export interface Document {
+  /** file path, or "<stdin>" */
+  readonly source: string;
+  /** 1-based document number within the source */
+  readonly index: number;
+  /** 1-based item number when the document was a List */
+  readonly item?: number;
+  readonly value: unknown;
+}
+
+export interface DocumentProblem {
+  readonly source: string;
+  readonly index: number;
+  readonly message: string;
+}
+
+export function parseDocuments(
+  source: string,
+  text: string,
+): { documents: Document[]; problems: DocumentProblem[] } {
+  const documents: Document[] = [];
+  const problems: DocumentProblem[] = [];
+  const parsed = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: false });
+  const all = Array.isArray(parsed) ? parsed : [parsed];
+  let index = 0;
+  for (const doc of all) {
+    index++;
+    const error = doc.errors[0];
+    if (error) {
+      const line = error.linePos?.[0]?.line;
+      const where = line === undefined ? "" : ` (line ${line})`;
+      const reason = firstLine(error.message).replace(/ at line \d+, column \d+:?$/, "");
+      problems.push({ source, index, message: `not valid YAML/JSON${where}: ${reason}` });
+      continue;
+    }
+    const value: unknown = doc.toJS({ maxAliasCount: 100 });
+    if (value === null || value === undefined) continue; // empty document (e.g. a trailing ---)
+    if (isList(value)) {
+      value.items.forEach((item, i) => {
+        documents.push({ source, index, item: i + 1, value: item });
+      });
+      continue;
+    }
+    documents.push({ source, index, value });
+  }
+  return { documents, problems };
+}
+
+function isList(value: unknown): value is { items: unknown[] } {
+  if (typeof value !== "object" || value === null) return false;
+  const v = value as { kind?: unknown; items?: unknown };
+  return typeof v.kind === "string" && v.kind.endsWith("List") && Array.isArray(v.items);
+}
+
+function firstLine(message: string): string {
+  return message.split("\n")[0] ?? message;
+}

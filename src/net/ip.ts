@@ -1,0 +1,196 @@
+/**
+ * IP addresses, CIDRs and ranges as plain values: parse, print canonically, compare and
+ * iterate. Pure; no DNS, no sockets. IPv4 is held as a 32-bit bigint, IPv6 as a 128-bit
+ * bigint, so one code path serves both families.
+ *
+ * Canonical text follows RFC 5952 for IPv6 (lower case, longest zero run compressed, a
+ * single zero group not compressed) — the form `net.JoinHostPort`/kube-proxy print.
+ */
+
+export type IpFamily = "IPv4" | "IPv6";
+
+export interface IpAddress {
+  readonly family: IpFamily;
+  readonly value: bigint;
+}
+
+export interface Cidr {
+  readonly family: IpFamily;
+  /** network address (host bits cleared) */
+  readonly base: bigint;
+  readonly prefix: number;
+}
+
+export interface IpRange {
+  readonly family: IpFamily;
+  readonly first: bigint;
+  readonly last: bigint;
+}
+
+export const familyBits = (family: IpFamily): number => (family === "IPv4" ? 32 : 128);
+
+function parseIPv4(text: string): bigint | undefined {
+  const parts = text.split(".");
+  if (parts.length !== 4) return undefined;
+  let value = 0n;
+  for (const part of parts) {
+    // Kubernetes rejects leading zeros (ambiguous octal) since 1.20's strict IP parsing.
+    if (!/^(0|[1-9][0-9]{0,2})$/.test(part)) return undefined;
+    const octet = Number(part);
+    if (octet > 255) return undefined;
+    value = (value << 8n) | BigInt(octet);
+  }
+  return value;
+}
+
+function parseIPv6(text: string): bigint | undefined {
+  if (text.includes("%")) return undefined; // zones are not valid in Kubernetes addresses
+  const halves = text.split("::");
+  if (halves.length > 2) return undefined;
+  const groupsOf = (s: string): string[] | undefined => (s === "" ? [] : s.split(":"));
+  const head = groupsOf(halves[0] ?? "");
+  const tail = halves.length === 2 ? groupsOf(halves[1] ?? "") : [];
+  if (!head || !tail) return undefined;
+  const words: number[] = [];
+  const pushGroups = (groups: string[], target: number[]): boolean => {
+    for (let i = 0; i < groups.length; i++) {
+      const g = groups[i] ?? "";
+      if (i === groups.length - 1 && g.includes(".")) {
+        const v4 = parseIPv4(g);
+        if (v4 === undefined) return false;
+        target.push(Number(v4 >> 16n), Number(v4 & 0xffffn));
+        continue;
+      }
+      if (!/^[0-9a-fA-F]{1,4}$/.test(g)) return false;
+      target.push(Number.parseInt(g, 16));
+    }
+    return true;
+  };
+  const tailWords: number[] = [];
+  if (!pushGroups(head, words)) return undefined;
+  if (!pushGroups(tail, tailWords)) return undefined;
+  if (halves.length === 2) {
+    const missing = 8 - words.length - tailWords.length;
+    if (missing < 1) return undefined;
+    for (let i = 0; i < missing; i++) words.push(0);
+  }
+  words.push(...tailWords);
+  if (words.length !== 8) return undefined;
+  let value = 0n;
+  for (const w of words) value = (value << 16n) | BigInt(w);
+  return value;
+}
+
+/** Parses an IPv4 or IPv6 address; undefined when the text is not one. */
+export function parseIp(text: string): IpAddress | undefined {
+  if (text.includes(":")) {
+    const value = parseIPv6(text);
+    return value === undefined ? undefined : { family: "IPv6", value };
+  }
+  const value = parseIPv4(text);
+  return value === undefined ? undefined : { family: "IPv4", value };
+}
+
+export function formatIp(ip: IpAddress): string {
+  if (ip.family === "IPv4") {
+    const v = ip.value;
+    return [24n, 16n, 8n, 0n].map((s) => ((v >> s) & 0xffn).toString()).join(".");
+  }
+  const words: number[] = [];
+  for (let i = 7; i >= 0; i--) words.push(Number((ip.value >> BigInt(i * 16)) & 0xffffn));
+  // longest run of zero words (length ≥ 2), first one on ties
+  let bestStart = -1;
+  let bestLen = 0;
+  for (let i = 0; i < 8; ) {
+    if (words[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && words[j] === 0) j++;
+    if (j - i > bestLen && j - i >= 2) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = (ws: number[]) => ws.map((w) => w.toString(16)).join(":");
+  if (bestStart < 0) return hex(words);
+  return `${hex(words.slice(0, bestStart))}::${hex(words.slice(bestStart + bestLen))}`;
+}
+
+/** The canonical text of an address, or undefined when it does not parse. */
+export function canonicalIp(text: string): string | undefined {
+  const ip = parseIp(text);
+  return ip ? formatIp(ip) : undefined;
+}
+
+/** Parses `a.b.c.d/n` or `x::/n`. Host bits must be zero unless `loose` (Kubernetes'
+ * loadBalancerSourceRanges accept host bits; the network is what counts). */
+export function parseCidr(text: string, loose = false): Cidr | undefined {
+  const slash = text.indexOf("/");
+  if (slash < 0) return undefined;
+  const ip = parseIp(text.slice(0, slash));
+  const prefixText = text.slice(slash + 1);
+  if (!ip || !/^[0-9]{1,3}$/.test(prefixText)) return undefined;
+  const prefix = Number(prefixText);
+  const bits = familyBits(ip.family);
+  if (prefix > bits) return undefined;
+  const hostMask = (1n << BigInt(bits - prefix)) - 1n;
+  if (!loose && (ip.value & hostMask) !== 0n) return undefined;
+  return { family: ip.family, base: ip.value & ~hostMask & ((1n << BigInt(bits)) - 1n), prefix };
+}
+
+export function formatCidr(cidr: Cidr): string {
+  return `${formatIp({ family: cidr.family, value: cidr.base })}/${cidr.prefix}`;
+}
+
+export function cidrRange(cidr: Cidr): IpRange {
+  const size = 1n << BigInt(familyBits(cidr.family) - cidr.prefix);
+  return { family: cidr.family, first: cidr.base, last: cidr.base + size - 1n };
+}
+
+export function cidrContains(cidr: Cidr, ip: IpAddress): boolean {
+  if (cidr.family !== ip.family) return false;
+  const r = cidrRange(cidr);
+  return ip.value >= r.first && ip.value <= r.last;
+}
+
+/** Parses `first-last` (both addresses of one family, first ≤ last). */
+export function parseIpRange(text: string): IpRange | undefined {
+  const dash = text.indexOf("-");
+  if (dash < 0) return undefined;
+  const first = parseIp(text.slice(0, dash).trim());
+  const last = parseIp(text.slice(dash + 1).trim());
+  if (!first || !last || first.family !== last.family || first.value > last.value) return undefined;
+  return { family: first.family, first: first.value, last: last.value };
+}
+
+export function rangeSize(range: IpRange): bigint {
+  return range.last - range.first + 1n;
+}
+
+/** Sort key that orders IPv4 before IPv6 and addresses numerically. */
+export function compareIp(a: IpAddress, b: IpAddress): number {
+  if (a.family !== b.family) return a.family === "IPv4" ? -1 : 1;
+  return a.value < b.value ? -1 : a.value > b.value ? 1 : 0;
+}
+
+/** `ip:port`, with brackets for IPv6 — Go's net.JoinHostPort. */
+export function joinHostPort(address: string, port: number): string {
+  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+/** The addresses Kubernetes refuses as endpoint IPs (ValidateEndpointIP): unspecified,
+ * loopback, link-local unicast and link-local multicast. */
+export function isSpecialPurposeEndpointIp(ip: IpAddress): boolean {
+  if (ip.family === "IPv4") {
+    const top8 = ip.value >> 24n;
+    const top16 = ip.value >> 16n;
+    const top24 = ip.value >> 8n;
+    return ip.value === 0n || top8 === 127n || top16 === 0xa9fen || top24 === 0xe00000n;
+  }
+  const top16 = ip.value >> 112n;
+  const linkLocalUnicast = ip.value >> 118n === 0xfe80n >> 6n; // fe80::/10
+  return ip.value === 0n || ip.value === 1n || linkLocalUnicast || top16 === 0xff02n;
+}
