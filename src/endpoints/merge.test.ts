@@ -4,7 +4,7 @@ import fc from "fast-check";
 import type { EndpointSlice } from "../k8s/objects.ts";
 import { categorizeEndpoints } from "./categorize.ts";
 import {
-  endpointsPerNode,
+  endpointCountsByNode,
   localReadyEndpointCount,
   mergeServiceEndpoints,
   slicesByService,
@@ -102,7 +102,8 @@ test("health-check count: distinct ready local IPs over all ports, terminating e
   const { ports } = mergeServiceEndpoints([slice("a", eps, 80, "http"), slice("b", eps, 81, "grpc")]);
   assert.equal(localReadyEndpointCount(ports, "node-1"), 1);
   assert.equal(localReadyEndpointCount(ports, "node-3"), 0);
-  assert.deepEqual(endpointsPerNode(ports).get("node-1"), {
+  const counts = endpointCountsByNode([slice("a", eps, 80, "http"), slice("b", eps, 81, "grpc")]);
+  assert.deepEqual(counts.perNode.get("node-1"), {
     ready: 1,
     nonTerminating: 1,
     servingTerminating: 1,

@@ -8,7 +8,7 @@
  * name, so "the later one" in the duplicate rule is the slice whose name sorts later.
  */
 
-import type { EndpointSlice, Protocol } from "../k8s/objects.ts";
+import type { Endpoint, EndpointSlice, Protocol } from "../k8s/objects.ts";
 import { canonicalIp, joinHostPort } from "../net/ip.ts";
 
 export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
@@ -61,31 +61,47 @@ export function slicesByService(slices: readonly EndpointSlice[]): Map<string, E
   return out;
 }
 
-/** Merges the slices of one Service into endpoints per service port (name, protocol). */
-export function mergeServiceEndpoints(slices: readonly EndpointSlice[]): {
-  ports: ServicePortEndpoints[];
-  findings: MergeFinding[];
-} {
-  const byPort = new Map<string, { name: string; protocol: Protocol; byKey: Map<string, ProxyEndpoint> }>();
+interface Winner {
+  readonly address: string;
+  readonly port: number;
+  readonly key: string;
+  readonly endpoint: Endpoint;
+  readonly slice: EndpointSlice;
+}
+
+interface DedupedPort {
+  readonly name: string;
+  readonly protocol: Protocol;
+  readonly byKey: Map<string, Winner>;
+}
+
+const NO_HINTS: readonly string[] = [];
+
+/** The merge proper: per service port, the endpoint that wins for each IP:port. */
+function dedupe(slices: readonly EndpointSlice[]): { ports: DedupedPort[]; findings: MergeFinding[] } {
+  const byPort = new Map<string, DedupedPort>();
   const findings: MergeFinding[] = [];
-  const ordered = [...slices].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+  const ordered =
+    slices.length < 2
+      ? slices
+      : [...slices].sort((a, b) => compare(a.metadata.name ?? "", b.metadata.name ?? ""));
   for (const slice of ordered) {
-    const sliceName = `${slice.metadata.namespace}/${slice.metadata.name}`;
     for (const port of slice.ports ?? []) {
-      if (port.name === undefined || port.name === null) {
-        findings.push({
-          code: "endpointslice_port_unnamed",
-          slice: sliceName,
-          message: `EndpointSlice ${sliceName} has a port without a name; kube-proxy skips it (use name: "" for an unnamed port)`,
-        });
-        continue;
-      }
-      if (!port.port) {
-        findings.push({
-          code: "endpointslice_port_missing_number",
-          slice: sliceName,
-          message: `EndpointSlice ${sliceName} port "${port.name}" has no port number; kube-proxy skips it`,
-        });
+      if (port.name === undefined || port.name === null || !port.port) {
+        const sliceName = `${slice.metadata.namespace}/${slice.metadata.name}`;
+        findings.push(
+          port.name === undefined || port.name === null
+            ? {
+                code: "endpointslice_port_unnamed",
+                slice: sliceName,
+                message: `EndpointSlice ${sliceName} has a port without a name; kube-proxy skips it (use name: "" for an unnamed port)`,
+              }
+            : {
+                code: "endpointslice_port_missing_number",
+                slice: sliceName,
+                message: `EndpointSlice ${sliceName} port "${port.name}" has no port number; kube-proxy skips it`,
+              },
+        );
         continue;
       }
       const protocol = port.protocol ?? "TCP";
@@ -95,41 +111,112 @@ export function mergeServiceEndpoints(slices: readonly EndpointSlice[]): {
         entry = { name: port.name, protocol, byKey: new Map() };
         byPort.set(portKey, entry);
       }
-      for (const ep of slice.endpoints ?? []) {
-        const first = ep.addresses[0];
+      for (const endpoint of slice.endpoints ?? []) {
+        const first = endpoint.addresses[0];
         if (first === undefined) continue;
         const address = canonicalIp(first) ?? first;
         const key = joinHostPort(address, port.port);
-        const terminating = ep.conditions.terminating ?? false;
-        const existing = entry.byKey.get(key);
         // A later duplicate replaces the earlier one unless it is terminating (kubernetes PR #135593).
-        if (existing && terminating) continue;
-        const ref = ep.targetRef;
-        entry.byKey.set(key, {
-          address,
-          family: address.includes(":") ? "IPv6" : "IPv4",
-          port: port.port,
-          key,
-          ready: ep.conditions.ready ?? true,
-          serving: ep.conditions.serving ?? true, // kube-proxy: nil → true, not "defer to ready"
-          terminating,
-          nodeName: ep.nodeName ?? undefined,
-          zone: ep.zone ?? undefined,
-          zoneHints: (ep.hints?.forZones ?? []).map((z) => z.name),
-          nodeHints: (ep.hints?.forNodes ?? []).map((n) => n.name),
-          target: ref?.name ? `${ref.namespace ?? slice.metadata.namespace}/${ref.name}` : undefined,
-        });
+        if ((endpoint.conditions.terminating ?? false) && entry.byKey.has(key)) continue;
+        entry.byKey.set(key, { address, port: port.port, key, endpoint, slice });
       }
     }
   }
-  const ports = [...byPort.values()]
-    .map((p) => ({
+  const ports = [...byPort.values()].sort(
+    (a, b) => compare(a.name, b.name) || compare(a.protocol, b.protocol),
+  );
+  return { ports, findings };
+}
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Merges the slices of one Service into endpoints per service port (name, protocol). */
+export function mergeServiceEndpoints(slices: readonly EndpointSlice[]): {
+  ports: ServicePortEndpoints[];
+  findings: MergeFinding[];
+} {
+  const { ports, findings } = dedupe(slices);
+  return {
+    findings,
+    ports: ports.map((p) => ({
       name: p.name,
       protocol: p.protocol,
-      endpoints: [...p.byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
-    }))
-    .sort((a, b) => a.name.localeCompare(b.name) || a.protocol.localeCompare(b.protocol));
-  return { ports, findings };
+      endpoints: [...p.byKey.values()].sort((a, b) => compare(a.key, b.key)).map(proxyEndpoint),
+    })),
+  };
+}
+
+function proxyEndpoint(w: Winner): ProxyEndpoint {
+  const ep = w.endpoint;
+  const ref = ep.targetRef;
+  const forZones = ep.hints?.forZones;
+  const forNodes = ep.hints?.forNodes;
+  return {
+    address: w.address,
+    family: w.address.includes(":") ? "IPv6" : "IPv4",
+    port: w.port,
+    key: w.key,
+    ready: ep.conditions.ready ?? true,
+    serving: ep.conditions.serving ?? true, // kube-proxy: nil → true, not "defer to ready"
+    terminating: ep.conditions.terminating ?? false,
+    nodeName: ep.nodeName ?? undefined,
+    zone: ep.zone ?? undefined,
+    zoneHints: forZones ? forZones.map((z) => z.name) : NO_HINTS,
+    nodeHints: forNodes ? forNodes.map((n) => n.name) : NO_HINTS,
+    target: ref?.name ? `${ref.namespace ?? w.slice.metadata.namespace}/${ref.name}` : undefined,
+  };
+}
+
+export interface NodeEndpointCounts {
+  /** distinct IPs that are ready (and so not terminating): the health check's weight */
+  readonly ready: number;
+  /** distinct IPs that are not terminating, ready or not: GKE's Local membership rule */
+  readonly nonTerminating: number;
+  /** distinct IPs that are serving and terminating: the terminating fallback */
+  readonly servingTerminating: number;
+}
+
+/** The planner's view of a Service's endpoints: per node the counts above, over all ports,
+ * after the same merge as `mergeServiceEndpoints`, without building an object per endpoint. */
+export function endpointCountsByNode(slices: readonly EndpointSlice[]): {
+  perNode: Map<string, NodeEndpointCounts>;
+  anyReady: boolean;
+  anyServingTerminating: boolean;
+  findings: MergeFinding[];
+} {
+  const { ports, findings } = dedupe(slices);
+  const sets = new Map<string, { ready: Set<string>; live: Set<string>; draining: Set<string> }>();
+  let anyReady = false;
+  let anyServingTerminating = false;
+  for (const p of ports)
+    for (const w of p.byKey.values()) {
+      const c = w.endpoint.conditions;
+      const ready = c.ready ?? true;
+      const terminating = c.terminating ?? false;
+      const serving = c.serving ?? true;
+      if (ready) anyReady = true;
+      if (serving && terminating) anyServingTerminating = true;
+      const node = w.endpoint.nodeName;
+      if (!node) continue;
+      let s = sets.get(node);
+      if (!s) {
+        s = { ready: new Set(), live: new Set(), draining: new Set() };
+        sets.set(node, s);
+      }
+      if (!terminating) s.live.add(w.address);
+      if (ready && !terminating) s.ready.add(w.address);
+      if (serving && terminating) s.draining.add(w.address);
+    }
+  const perNode = new Map<string, NodeEndpointCounts>();
+  for (const node of [...sets.keys()].sort()) {
+    const s = sets.get(node)!;
+    perNode.set(node, {
+      ready: s.ready.size,
+      nonTerminating: s.live.size,
+      servingTerminating: s.draining.size,
+    });
+  }
+  return { perNode, anyReady, anyServingTerminating, findings };
 }
 
 /** What a node's health check reports for a Service: distinct IPs of endpoints on that
@@ -140,38 +227,4 @@ export function localReadyEndpointCount(ports: readonly ServicePortEndpoints[], 
     for (const ep of port.endpoints)
       if (ep.nodeName === nodeName && ep.ready && !ep.terminating) ips.add(ep.address);
   return ips.size;
-}
-
-/** Per node: distinct ready local IPs (the health check's weight) and distinct
- * non-terminating IPs (GKE's Local membership rule), over all ports. */
-export function endpointsPerNode(
-  ports: readonly ServicePortEndpoints[],
-): Map<
-  string,
-  { readonly ready: number; readonly nonTerminating: number; readonly servingTerminating: number }
-> {
-  const ready = new Map<string, Set<string>>();
-  const live = new Map<string, Set<string>>();
-  const draining = new Map<string, Set<string>>();
-  const addTo = (m: Map<string, Set<string>>, node: string, ip: string) => {
-    const s = m.get(node);
-    if (s) s.add(ip);
-    else m.set(node, new Set([ip]));
-  };
-  for (const port of ports)
-    for (const ep of port.endpoints) {
-      if (!ep.nodeName) continue;
-      if (!ep.terminating) addTo(live, ep.nodeName, ep.address);
-      if (ep.ready && !ep.terminating) addTo(ready, ep.nodeName, ep.address);
-      if (ep.serving && ep.terminating) addTo(draining, ep.nodeName, ep.address);
-    }
-  const nodes = new Set([...ready.keys(), ...live.keys(), ...draining.keys()]);
-  const out = new Map<string, { ready: number; nonTerminating: number; servingTerminating: number }>();
-  for (const n of [...nodes].sort())
-    out.set(n, {
-      ready: ready.get(n)?.size ?? 0,
-      nonTerminating: live.get(n)?.size ?? 0,
-      servingTerminating: draining.get(n)?.size ?? 0,
-    });
-  return out;
 }

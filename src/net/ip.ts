@@ -43,16 +43,25 @@ function parseIPv4(text: string): bigint | undefined {
   return value;
 }
 
-function parseIPv6(text: string): bigint | undefined {
+function isHexGroup(g: string): boolean {
+  if (g.length === 0 || g.length > 4) return false;
+  for (let i = 0; i < g.length; i++) {
+    const c = g.charCodeAt(i) | 0x20; // fold A-F to a-f
+    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
+  }
+  return true;
+}
+
+/** The eight 16-bit words of an IPv6 address, or undefined. */
+function parseIPv6Words(text: string): number[] | undefined {
   if (text.includes("%")) return undefined; // zones are not valid in Kubernetes addresses
   const halves = text.split("::");
   if (halves.length > 2) return undefined;
-  const groupsOf = (s: string): string[] | undefined => (s === "" ? [] : s.split(":"));
-  const head = groupsOf(halves[0] ?? "");
-  const tail = halves.length === 2 ? groupsOf(halves[1] ?? "") : [];
-  if (!head || !tail) return undefined;
+  const head = halves[0] === "" ? [] : (halves[0] ?? "").split(":");
+  const tail = halves.length === 2 && halves[1] !== "" ? (halves[1] ?? "").split(":") : [];
   const words: number[] = [];
-  const pushGroups = (groups: string[], target: number[]): boolean => {
+  const tailWords: number[] = [];
+  const push = (groups: string[], target: number[]): boolean => {
     for (let i = 0; i < groups.length; i++) {
       const g = groups[i] ?? "";
       if (i === groups.length - 1 && g.includes(".")) {
@@ -61,43 +70,29 @@ function parseIPv6(text: string): bigint | undefined {
         target.push(Number(v4 >> 16n), Number(v4 & 0xffffn));
         continue;
       }
-      if (!/^[0-9a-fA-F]{1,4}$/.test(g)) return false;
+      if (!isHexGroup(g)) return false;
       target.push(Number.parseInt(g, 16));
     }
     return true;
   };
-  const tailWords: number[] = [];
-  if (!pushGroups(head, words)) return undefined;
-  if (!pushGroups(tail, tailWords)) return undefined;
+  if (!push(head, words) || !push(tail, tailWords)) return undefined;
   if (halves.length === 2) {
     const missing = 8 - words.length - tailWords.length;
     if (missing < 1) return undefined;
     for (let i = 0; i < missing; i++) words.push(0);
   }
-  words.push(...tailWords);
-  if (words.length !== 8) return undefined;
-  let value = 0n;
-  for (const w of words) value = (value << 16n) | BigInt(w);
-  return value;
+  for (const w of tailWords) words.push(w);
+  return words.length === 8 ? words : undefined;
 }
 
-/** Parses an IPv4 or IPv6 address; undefined when the text is not one. */
-export function parseIp(text: string): IpAddress | undefined {
-  if (text.includes(":")) {
-    const value = parseIPv6(text);
-    return value === undefined ? undefined : { family: "IPv6", value };
-  }
-  const value = parseIPv4(text);
-  return value === undefined ? undefined : { family: "IPv4", value };
+function parseIPv6(text: string): bigint | undefined {
+  const words = parseIPv6Words(text);
+  if (!words) return undefined;
+  return BigInt(`0x${words.map((w) => w.toString(16).padStart(4, "0")).join("")}`);
 }
 
-export function formatIp(ip: IpAddress): string {
-  if (ip.family === "IPv4") {
-    const v = ip.value;
-    return [24n, 16n, 8n, 0n].map((s) => ((v >> s) & 0xffn).toString()).join(".");
-  }
-  const words: number[] = [];
-  for (let i = 7; i >= 0; i--) words.push(Number((ip.value >> BigInt(i * 16)) & 0xffffn));
+/** RFC 5952 text of eight words. */
+function formatIPv6Words(words: readonly number[]): string {
   // longest run of zero words (length ≥ 2), first one on ties
   let bestStart = -1;
   let bestLen = 0;
@@ -114,15 +109,49 @@ export function formatIp(ip: IpAddress): string {
     }
     i = j;
   }
-  const hex = (ws: number[]) => ws.map((w) => w.toString(16)).join(":");
+  const hex = (ws: readonly number[]) => ws.map((w) => w.toString(16)).join(":");
   if (bestStart < 0) return hex(words);
   return `${hex(words.slice(0, bestStart))}::${hex(words.slice(bestStart + bestLen))}`;
 }
 
+/** Parses an IPv4 or IPv6 address; undefined when the text is not one. */
+export function parseIp(text: string): IpAddress | undefined {
+  if (text.includes(":")) {
+    const value = parseIPv6(text);
+    return value === undefined ? undefined : { family: "IPv6", value };
+  }
+  const value = parseIPv4(text);
+  return value === undefined ? undefined : { family: "IPv4", value };
+}
+
+export function formatIp(ip: IpAddress): string {
+  if (ip.family === "IPv4") {
+    const v = Number(ip.value);
+    return `${(v >>> 24) & 255}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+  }
+  const hex = ip.value.toString(16).padStart(32, "0");
+  const words: number[] = [];
+  for (let i = 0; i < 32; i += 4) words.push(Number.parseInt(hex.slice(i, i + 4), 16));
+  return formatIPv6Words(words);
+}
+
+// canonicalIp is called for every endpoint on every plan; the same strings come back each
+// time, so answers are remembered (a pure function's cache: bounded, cleared when full).
+const canonicalCache = new Map<string, string | null>();
+const CANONICAL_CACHE_LIMIT = 1 << 20;
+
 /** The canonical text of an address, or undefined when it does not parse. */
 export function canonicalIp(text: string): string | undefined {
-  const ip = parseIp(text);
-  return ip ? formatIp(ip) : undefined;
+  const hit = canonicalCache.get(text);
+  if (hit !== undefined) return hit ?? undefined;
+  let out: string | undefined;
+  if (text.includes(":")) {
+    const words = parseIPv6Words(text);
+    out = words ? formatIPv6Words(words) : undefined;
+  } else out = parseIPv4(text) === undefined ? undefined : text; // valid IPv4 text is canonical
+  if (canonicalCache.size >= CANONICAL_CACHE_LIMIT) canonicalCache.clear();
+  canonicalCache.set(text, out ?? null);
+  return out;
 }
 
 /** Parses `a.b.c.d/n` or `x::/n`. Host bits must be zero unless `loose` (Kubernetes'

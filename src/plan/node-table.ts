@@ -8,7 +8,7 @@ import type { Node } from "../k8s/objects.ts";
 import type { IpFamily } from "../net/ip.ts";
 import type { Backend } from "./load-balancer-plan.ts";
 import { type NodeFacts, nodeFacts } from "./node-facts.ts";
-import { nameHash } from "./subset.ts";
+import { groupByZone, nameHash, type SubsetCandidate, type ZoneGroup } from "./subset.ts";
 
 export interface NodeTable {
   /** sorted by zone, then name */
@@ -18,9 +18,24 @@ export interface NodeTable {
   /** Backend for node i when it is not eligible at all; undefined for eligible nodes */
   readonly ineligible: readonly (Backend | undefined)[];
   readonly shared: (i: number, kind: SharedBackendKind, families: readonly IpFamily[]) => Backend;
+  /** eligible nodes with an address in one of the families: externalTrafficPolicy
+   * Cluster's candidates, grouped by zone for subsetting, and their Backend entries */
+  readonly clusterCandidates: (families: readonly IpFamily[]) => ClusterCandidates;
 }
 
-export type SharedBackendKind = "eligible" | "not_in_subset" | "no_local_endpoints" | "no_address_for_family";
+export interface ClusterCandidates {
+  readonly candidates: readonly SubsetCandidate[];
+  readonly zones: readonly ZoneGroup[];
+  /** the members when no subset is needed: every candidate, `eligible` */
+  readonly all: readonly Backend[];
+}
+
+export type SharedBackendKind =
+  | "eligible"
+  | "in_subset"
+  | "not_in_subset"
+  | "no_local_endpoints"
+  | "no_address_for_family";
 
 export function nodeTable(nodes: readonly Node[]): NodeTable {
   const facts = nodes
@@ -39,17 +54,41 @@ export function nodeTable(nodes: readonly Node[]): NodeTable {
         })
       : undefined,
   );
-  const cache = new Map<string, Backend>();
+  // One slot per (kind, node); `no_address_for_family` also depends on the families.
+  const cache = new Map<string, (Backend | undefined)[]>();
   const shared = (i: number, kind: SharedBackendKind, families: readonly IpFamily[]): Backend => {
-    const key = kind === "no_address_for_family" ? `${i}|${kind}|${families.join(",")}` : `${i}|${kind}`;
-    const hit = cache.get(key);
+    const key = kind === "no_address_for_family" ? `${kind}|${families.join(",")}` : kind;
+    let slots = cache.get(key);
+    if (!slots) {
+      slots = new Array<Backend | undefined>(facts.length);
+      cache.set(key, slots);
+    }
+    const hit = slots[i];
     if (hit) return hit;
     const f = facts[i]!;
     const made = base(f, sharedEntry(f, kind, families));
-    cache.set(key, made);
+    slots[i] = made;
     return made;
   };
-  return { facts, index, hashes, ineligible, shared };
+  const byFamilies = new Map<string, ClusterCandidates>();
+  const clusterCandidates = (families: readonly IpFamily[]): ClusterCandidates => {
+    const key = families.join(",");
+    const hit = byFamilies.get(key);
+    if (hit) return hit;
+    const candidates: SubsetCandidate[] = [];
+    facts.forEach((f, i) => {
+      if (f.eligible && families.some((fam) => f.addresses[fam] !== undefined))
+        candidates.push({ index: i, zone: f.zone, hash: hashes[i]! });
+    });
+    const made = {
+      candidates,
+      zones: groupByZone(candidates),
+      all: candidates.map((c) => shared(c.index, "eligible", families)),
+    };
+    byFamilies.set(key, made);
+    return made;
+  };
+  return { facts, index, hashes, ineligible, shared, clusterCandidates };
 }
 
 function readiness(f: NodeFacts): string {
@@ -67,6 +106,12 @@ function sharedEntry(
         included: true,
         reason: "eligible",
         explanation: `eligible node (${readiness(f)}); externalTrafficPolicy Cluster uses every eligible node`,
+      };
+    case "in_subset":
+      return {
+        included: true,
+        reason: "in_subset",
+        explanation: `in this Service's stable subset of the eligible nodes (${readiness(f)}); above clusterBackendLimit eligible nodes, each Cluster Service uses its own subset`,
       };
     case "not_in_subset":
       return {

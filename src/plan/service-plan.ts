@@ -13,7 +13,7 @@
  *     `service.beta.kubernetes.io/load-balancer-source-ranges` annotation.
  */
 
-import { endpointsPerNode, mergeServiceEndpoints } from "../endpoints/merge.ts";
+import { endpointCountsByNode } from "../endpoints/merge.ts";
 import type { EndpointSlice, PasslbConfigSpec, Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
 import { SOURCE_RANGES_ANNOTATION } from "../k8s/validate.ts";
@@ -22,7 +22,7 @@ import { clusterHealthCheck, localHealthCheck } from "./health-checks.ts";
 import type { VipAssignment } from "./ipam.ts";
 import type { Backend, HealthCheck, Listener, LoadBalancerPlan, PlanIssue } from "./load-balancer-plan.ts";
 import type { NodeTable } from "./node-table.ts";
-import { nameHash, type SubsetCandidate, stableSubset } from "./subset.ts";
+import { nameHash, type SubsetCandidate, stableSubset, stableSubsetOfZones } from "./subset.ts";
 
 export const WEIGHTED_ANNOTATION = "networking.gke.io/weighted-load-balancing";
 
@@ -57,10 +57,8 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     targetPort: p.targetPort ?? p.port,
   }));
 
-  const merged = mergeServiceEndpoints(input.slices);
-  for (const f of merged.findings) issue(f.code, "warning", f.message);
-  const perNode = endpointsPerNode(merged.ports);
-  const anyReady = [...perNode.values()].some((n) => n.ready > 0);
+  const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNode(input.slices);
+  for (const f of findings) issue(f.code, "warning", f.message);
 
   const weightedAsked = svc.metadata.annotations?.[WEIGHTED_ANNOTATION] === "pods-per-node";
   const weighted = weightedAsked && etp === "Local";
@@ -77,51 +75,41 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
       `${WEIGHTED_ANNOTATION} must be "pods-per-node"; the annotation is ignored`,
     );
 
-  // Candidates: eligible nodes that have an address in one of the Service's families.
+  // Members. Entries that are the same for every Service come from the node table; only
+  // Service-specific ones (Local members) are made here. Nodes left out are derived when
+  // `backends` is first read, so no per-node state is kept per Service.
   const hasFamily = (i: number) => families.some((f) => nodes.facts[i]!.addresses[f] !== undefined);
-  const included = new Map<number, Backend>();
-  const excludedKind = new Map<number, "not_in_subset" | "no_local_endpoints" | "no_address_for_family">();
   const serviceHash = nameHash(`${svc.metadata.name}/${svc.metadata.namespace}`);
   const previous = new Set<number>();
   for (const name of input.previousMembers ?? []) {
     const i = nodes.index.get(name);
     if (i !== undefined) previous.add(i);
   }
+  let members: Backend[];
+  /** Local: members and nodes with endpoints that were still left out, by node index */
+  const specific = new Map<number, Backend>();
+  let subsetting = false;
 
   if (etp === "Cluster") {
-    const candidates: SubsetCandidate[] = [];
-    nodes.facts.forEach((f, i) => {
-      if (!f.eligible) return;
-      if (!hasFamily(i)) excludedKind.set(i, "no_address_for_family");
-      else candidates.push({ index: i, zone: f.zone, hash: nodes.hashes[i]! });
-    });
+    const cluster = nodes.clusterCandidates(families);
     const limit = config.clusterBackendLimit;
-    const chosen = stableSubset(candidates, limit, serviceHash, previous);
-    const subsetting = candidates.length > limit;
+    subsetting = cluster.candidates.length > limit;
     if (subsetting) {
+      const chosen = stableSubsetOfZones(cluster.zones, limit, serviceHash, previous).sort((a, b) => a - b);
+      members = chosen.map((i) => nodes.shared(i, "in_subset", families));
       issue(
         "cluster_subset",
         "info",
-        `${candidates.length} eligible nodes exceed clusterBackendLimit ${limit}: a stable per-Service subset of ${chosen.length} carries traffic (split across zones smallest-first, sticky across re-plans)`,
+        `${cluster.candidates.length} eligible nodes exceed clusterBackendLimit ${limit}: a stable per-Service subset of ${chosen.length} carries traffic (split across zones smallest-first, sticky across re-plans)`,
       );
-      const chosenSet = new Set(chosen);
-      for (const c of candidates) if (!chosenSet.has(c.index)) excludedKind.set(c.index, "not_in_subset");
-      for (const i of chosen) {
-        const b = { ...nodes.shared(i, "eligible", families), reason: "in_subset" as const };
-        const entry = {
-          ...b,
-          explanation: `in this Service's stable subset of ${chosen.length} of ${candidates.length} eligible nodes`,
-        };
-        included.set(i, entry);
-      }
-    } else for (const i of chosen) included.set(i, nodes.shared(i, "eligible", families));
-    if (candidates.length === 0)
+    } else members = cluster.all as Backend[];
+    if (cluster.candidates.length === 0)
       issue(
         "no_eligible_nodes",
         "error",
         "no eligible node with an address in the Service's families: traffic has nowhere to go",
       );
-    else if (!anyReady && ![...perNode.values()].some((n) => n.servingTerminating > 0))
+    else if (!anyReady && !anyServingTerminating)
       issue(
         "no_ready_endpoints",
         "warning",
@@ -130,21 +118,14 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   } else {
     const live: SubsetCandidate[] = [];
     const draining: SubsetCandidate[] = [];
-    nodes.facts.forEach((f, i) => {
-      if (!f.eligible) return;
-      const counts = perNode.get(f.name);
-      if (!counts || (counts.nonTerminating === 0 && counts.servingTerminating === 0)) {
-        excludedKind.set(i, "no_local_endpoints");
-        return;
-      }
-      if (!hasFamily(i)) excludedKind.set(i, "no_address_for_family");
-      else
-        (counts.nonTerminating > 0 ? live : draining).push({
-          index: i,
-          zone: f.zone,
-          hash: nodes.hashes[i]!,
-        });
-    });
+    for (const [name, counts] of perNode) {
+      const i = nodes.index.get(name);
+      if (i === undefined || !nodes.facts[i]!.eligible || !hasFamily(i)) continue;
+      const f = nodes.facts[i]!;
+      if (counts.nonTerminating > 0) live.push({ index: i, zone: f.zone, hash: nodes.hashes[i]! });
+      else if (counts.servingTerminating > 0)
+        draining.push({ index: i, zone: f.zone, hash: nodes.hashes[i]! });
+    }
     const fallback = live.length === 0 && draining.length > 0;
     const pool = fallback ? draining : live;
     if (fallback)
@@ -153,7 +134,6 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
         "warning",
         "no node has a non-terminating endpoint: nodes with serving, terminating endpoints carry traffic rather than dropping it",
       );
-    for (const c of fallback ? live : draining) excludedKind.set(c.index, "no_local_endpoints");
     const limit = config.localBackendLimit;
     const chosen = new Set(stableSubset(pool, limit, serviceHash, previous));
     if (pool.length > limit)
@@ -165,10 +145,9 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     for (const c of pool) {
       const f = nodes.facts[c.index]!;
       const counts = perNode.get(f.name)!;
-      const base = nodes.shared(c.index, "eligible", families);
       const inLimit = chosen.has(c.index);
-      const entry: Backend = {
-        ...base,
+      specific.set(c.index, {
+        ...nodes.shared(c.index, "eligible", families),
         included: inLimit,
         reason: !inLimit
           ? "over_local_limit"
@@ -184,10 +163,12 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
             : `hosts ${counts.nonTerminating} non-terminating endpoint(s), ${counts.ready} ready` +
               (weighted ? `; weight ${counts.ready} (pods-per-node)` : "") +
               (f.ready ? "" : "; node not Ready, kept as a member: the health check decides (KEP-3458)"),
-      };
-      if (inLimit) included.set(c.index, entry);
-      else excludedKind.set(c.index, "no_local_endpoints");
+      });
     }
+    members = [...specific.entries()]
+      .filter(([, b]) => b.included)
+      .sort((a, b) => a[0] - b[0])
+      .map(([, b]) => b);
     if (!anyReady)
       issue(
         "no_ready_endpoints",
@@ -245,15 +226,17 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
       "loadBalancerSourceRanges has no range of the Service's families: every client is dropped",
     );
 
-  const order = nodes.facts.map((_, i) => i);
-  const kindOf = excludedKind;
-  const backends = (): Backend[] =>
-    order.map(
-      (i) =>
-        included.get(i) ??
-        nodes.ineligible[i] ??
-        nodes.shared(i, kindOf.get(i) ?? "no_local_endpoints", families),
-    );
+  const memberSet =
+    etp === "Cluster" && subsetting ? new Set(members.map((b) => nodes.index.get(b.node)!)) : undefined;
+  const backendOf = (i: number): Backend => {
+    const ineligible = nodes.ineligible[i];
+    if (ineligible) return ineligible;
+    if (!hasFamily(i)) return nodes.shared(i, "no_address_for_family", families);
+    if (etp === "Local") return specific.get(i) ?? nodes.shared(i, "no_local_endpoints", families);
+    if (!memberSet) return nodes.shared(i, "eligible", families);
+    return nodes.shared(i, memberSet.has(i) ? "in_subset" : "not_in_subset", families);
+  };
+  const backends = (): Backend[] => nodes.facts.map((_, i) => backendOf(i));
 
   const plan = {
     service: key,
@@ -276,7 +259,6 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   // need only the members (`members`) and 10,000 Services × 5,000 nodes add up.
   let cached: Backend[] | undefined;
   Object.defineProperty(plan, "backends", { enumerable: true, get: () => (cached ??= backends()) });
-  const members = [...included.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b);
   Object.defineProperty(plan, "members", { enumerable: false, value: members });
   return plan as LoadBalancerPlan;
 }

@@ -45,6 +45,32 @@ export interface SubsetCandidate {
   readonly hash: number;
 }
 
+export interface ZoneGroup {
+  readonly zone: string;
+  readonly nodes: readonly SubsetCandidate[];
+  /** the same nodes' hashes and indices as typed arrays, for the ranking loop */
+  readonly hashes: Uint32Array;
+  readonly indices: Int32Array;
+}
+
+/** Candidates by zone, ordered by ascending size, ties by zone name (GKE's ByNodeCount). */
+export function groupByZone(candidates: readonly SubsetCandidate[]): ZoneGroup[] {
+  const zones = new Map<string, SubsetCandidate[]>();
+  for (const c of candidates) {
+    const list = zones.get(c.zone);
+    if (list) list.push(c);
+    else zones.set(c.zone, [c]);
+  }
+  return [...zones.entries()]
+    .map(([zone, nodes]) => ({
+      zone,
+      nodes,
+      hashes: Uint32Array.from(nodes, (n) => n.hash),
+      indices: Int32Array.from(nodes, (n) => n.index),
+    }))
+    .sort((a, b) => a.nodes.length - b.nodes.length || (a.zone < b.zone ? -1 : a.zone > b.zone ? 1 : 0));
+}
+
 /**
  * Picks `wanted` of the candidates. Returns the chosen indices. `previous` holds the
  * indices of the current members (sticky).
@@ -56,75 +82,86 @@ export function stableSubset(
   previous?: ReadonlySet<number>,
 ): number[] {
   if (candidates.length <= wanted) return candidates.map((c) => c.index);
-  const zones = new Map<string, SubsetCandidate[]>();
-  for (const c of candidates) {
-    const list = zones.get(c.zone);
-    if (list) list.push(c);
-    else zones.set(c.zone, [c]);
-  }
-  const ordered = [...zones.entries()].sort(
-    (a, b) => a[1].length - b[1].length || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0),
-  );
+  return stableSubsetOfZones(groupByZone(candidates), wanted, serviceHash, previous);
+}
+
+/** `stableSubset` over candidates already grouped by `groupByZone` (callers that plan many
+ * Services over the same nodes group once). */
+export function stableSubsetOfZones(
+  zones: readonly ZoneGroup[],
+  wanted: number,
+  serviceHash: number,
+  previous?: ReadonlySet<number>,
+): number[] {
   const chosen: number[] = [];
   let remaining = wanted;
-  let zonesLeft = ordered.length;
-  for (const [, nodes] of ordered) {
+  let zonesLeft = zones.length;
+  const sticky = previous !== undefined && previous.size > 0 ? previous : undefined;
+  for (const zone of zones) {
     const quota = Math.floor(remaining / zonesLeft);
     zonesLeft--;
-    const picked = pickInZone(nodes, quota, serviceHash, previous);
-    for (const i of picked) chosen.push(i);
-    remaining -= picked.length;
+    const before = chosen.length;
+    pickInZone(zone, quota, serviceHash, sticky, chosen);
+    remaining -= chosen.length - before;
   }
   return chosen;
 }
 
+// Sort keys pack (rank, position): rank · 2^21 + position stays below 2^53, so a plain
+// number comparison orders by rank and breaks ties by position, with no objects allocated.
+const POSITION_BITS = 2 ** 21;
+let scratch = new Float64Array(1024);
+
 function pickInZone(
-  nodes: readonly SubsetCandidate[],
+  zone: ZoneGroup,
   quota: number,
   serviceHash: number,
   previous: ReadonlySet<number> | undefined,
-): number[] {
-  if (nodes.length <= quota) return nodes.map((n) => n.index);
-  if (quota <= 0) return [];
-  const kept: number[] = [];
-  const ranked: { index: number; rank: number }[] = [];
-  for (const n of nodes) {
-    const rank = subsetRank(n.hash, serviceHash);
-    if (previous?.has(n.index)) kept.push(n.index);
-    else ranked.push({ index: n.index, rank });
+  out: number[],
+): void {
+  const { hashes, indices } = zone;
+  const n = hashes.length;
+  if (n <= quota) {
+    for (let p = 0; p < n; p++) out.push(indices[p]!);
+    return;
   }
-  if (kept.length >= quota) {
-    // more members than the quota allows: keep the best-ranked of them
-    return kept
-      .map((index) => ({ index, rank: subsetRank(nodes.find((n) => n.index === index)!.hash, serviceHash) }))
-      .sort(byRank)
-      .slice(0, quota)
-      .map((r) => r.index);
+  if (quota <= 0) return;
+  if (scratch.length < n) scratch = new Float64Array(n * 2);
+  const keys = scratch;
+  const mixed = Math.imul(serviceHash, 0x9e3779b1);
+  let free = 0;
+  // members of the previous subset first (sticky), then the others, both by rank
+  const keptKeys: number[] = [];
+  for (let p = 0; p < n; p++) {
+    const key = fmix32(hashes[p]! ^ mixed) * POSITION_BITS + p;
+    if (previous?.has(indices[p]!)) keptKeys.push(key);
+    else keys[free++] = key;
   }
-  const need = quota - kept.length;
-  return [...kept, ...smallest(ranked, need).map((r) => r.index)];
+  keptKeys.sort((a, b) => a - b);
+  const keep = Math.min(keptKeys.length, quota);
+  for (let i = 0; i < keep; i++) out.push(indices[keptKeys[i]! % POSITION_BITS]!);
+  const k = Math.min(quota - keep, free);
+  if (k <= 0) return;
+  selectSmallest(keys, free, k);
+  const best = keys.slice(0, k).sort();
+  for (let i = 0; i < k; i++) out.push(indices[best[i]! % POSITION_BITS]!);
 }
 
-const byRank = (a: { rank: number; index: number }, b: { rank: number; index: number }) =>
-  a.rank - b.rank || a.index - b.index;
-
-/** The k smallest by rank, in rank order; quickselect, then sort the k. */
-function smallest(items: { index: number; rank: number }[], k: number): { index: number; rank: number }[] {
-  if (k >= items.length) return [...items].sort(byRank);
-  const a = [...items];
+/** Rearranges keys[0..length) so that its k smallest values come first (quickselect). */
+function selectSmallest(keys: Float64Array, length: number, k: number): void {
   let lo = 0;
-  let hi = a.length - 1;
+  let hi = length - 1;
   while (lo < hi) {
-    const pivot = a[(lo + hi) >>> 1]!;
+    const pivot = keys[(lo + hi) >>> 1]!;
     let i = lo;
     let j = hi;
     while (i <= j) {
-      while (byRank(a[i]!, pivot) < 0) i++;
-      while (byRank(a[j]!, pivot) > 0) j--;
+      while (keys[i]! < pivot) i++;
+      while (keys[j]! > pivot) j--;
       if (i <= j) {
-        const t = a[i]!;
-        a[i] = a[j]!;
-        a[j] = t;
+        const t = keys[i]!;
+        keys[i] = keys[j]!;
+        keys[j] = t;
         i++;
         j--;
       }
@@ -133,5 +170,4 @@ function smallest(items: { index: number; rank: number }[], k: number): { index:
     else if (k - 1 >= i) lo = i;
     else break;
   }
-  return a.slice(0, k).sort(byRank);
 }

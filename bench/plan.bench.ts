@@ -1,0 +1,177 @@
+/**
+ * Planner benchmark (issue: foundation §9).
+ *   - full plan: 10,000 Services over 5,000 nodes and 200,000 endpoints, one snapshot;
+ *     targets ≤ 2 s and peak RSS ≤ 1 GB;
+ *   - incremental: one endpoint changes, re-plan with the cache; target ≤ 10 ms.
+ * Ratios against baselines measured in the same process: structuredClone of the snapshot
+ * (touching every input object once) for the full plan, and the full plan for the
+ * incremental one. Run: node --import tsx bench/plan.bench.ts [--services N --nodes N]
+ * Addresses are IPv6 ULA (fd00::/8): nothing is sent anywhere, but the bench stays inside
+ * the documentation and private ranges the project uses.
+ */
+import { performance } from "node:perf_hooks";
+import type { EndpointSlice, Node, Service } from "../src/k8s/objects.ts";
+import { DEFAULT_CONFIG, type Snapshot } from "../src/k8s/snapshot.ts";
+import { createPlanCache, planSnapshot } from "../src/plan/planner.ts";
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const SERVICES = arg("services", 10_000);
+const NODES = arg("nodes", 5_000);
+const ENDPOINTS = arg("endpoints", 200_000);
+const ZONES = 5;
+
+/** mulberry32: a seeded PRNG so every run plans the same cluster */
+function prng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function makeSnapshot(): Snapshot {
+  const rand = prng(42);
+  const nodes: Node[] = Array.from({ length: NODES }, (_, i) => ({
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: `node-${i}`, labels: { "topology.kubernetes.io/zone": `zone-${i % ZONES}` } },
+    spec: {},
+    status: {
+      addresses: [{ type: "InternalIP", address: `fd00:1::${i.toString(16)}` }],
+      conditions: [{ type: "Ready", status: "True" }],
+    },
+  }));
+  const services: Service[] = [];
+  const endpointSlices: EndpointSlice[] = [];
+  const perService = Math.floor(ENDPOINTS / SERVICES);
+  let pod = 0;
+  for (let s = 0; s < SERVICES; s++) {
+    const name = `svc-${s}`;
+    const local = s % 2 === 1;
+    services.push({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name, namespace: `ns-${s % 50}` },
+      spec: {
+        type: "LoadBalancer",
+        ipFamilies: ["IPv6"],
+        externalTrafficPolicy: local ? "Local" : "Cluster",
+        ...(local && { healthCheckNodePort: 30000 + (s % 2700) }),
+        ports: [{ name: "http", port: 80, protocol: "TCP", targetPort: 8080 }],
+      },
+    });
+    endpointSlices.push({
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name: `${name}-abcde`,
+        namespace: `ns-${s % 50}`,
+        labels: { "kubernetes.io/service-name": name },
+      },
+      addressType: "IPv6",
+      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+      endpoints: Array.from({ length: perService }, () => {
+        pod++;
+        return {
+          addresses: [`fd00:2::${pod.toString(16)}`],
+          conditions: { ready: rand() > 0.05, serving: true, terminating: false },
+          nodeName: `node-${Math.floor(rand() * NODES)}`,
+        };
+      }),
+    });
+  }
+  return {
+    services,
+    nodes,
+    pods: [],
+    endpointSlices,
+    endpoints: [],
+    namespaces: [],
+    config: {
+      ...DEFAULT_CONFIG,
+      defaultClass: true,
+      pools: [{ name: "bench", addresses: ["fd00:10::/112"], autoAssign: true, avoidBuggyIPs: false }],
+    },
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+
+const snapshot = makeSnapshot();
+const rssBefore = process.memoryUsage().rss;
+
+// Baseline: touch every input object once.
+const cloneTimes: number[] = [];
+for (let i = 0; i < 3; i++) {
+  const t = performance.now();
+  structuredClone(snapshot);
+  cloneTimes.push(performance.now() - t);
+}
+
+// Full plans, each with a fresh cache (cold), three runs.
+const fullTimes: number[] = [];
+let cache = createPlanCache();
+let result = planSnapshot(snapshot, {}, cache);
+for (let i = 0; i < 3; i++) {
+  cache = createPlanCache();
+  const t = performance.now();
+  result = planSnapshot(snapshot, {}, cache);
+  fullTimes.push(performance.now() - t);
+}
+const members = result.plans.reduce((n, p) => n + p.members.length, 0);
+const errors = result.plans.filter((p) => p.issues.some((i) => i.severity === "error")).length;
+
+// Incremental: flip one endpoint's readiness in one slice, re-plan with the warm cache.
+const incTimes: number[] = [];
+let current = snapshot;
+const rand = prng(7);
+for (let i = 0; i < 100; i++) {
+  const s = Math.floor(rand() * SERVICES);
+  const slices = current.endpointSlices.slice();
+  const old = slices[s]!;
+  const eps = (old.endpoints ?? []).slice();
+  const e = eps[0]!;
+  eps[0] = { ...e, conditions: { ...e.conditions, ready: !e.conditions.ready } };
+  slices[s] = { ...old, endpoints: eps };
+  current = { ...current, endpointSlices: slices };
+  const t = performance.now();
+  const r = planSnapshot(current, {}, cache);
+  incTimes.push(performance.now() - t);
+  if (r.plans.length !== result.plans.length) throw new Error("incremental plan lost Services");
+}
+
+// Materialising every node for one Service's output (the lazy `backends`).
+const t0 = performance.now();
+const one = result.plans[0]!.backends.length;
+const materialise = performance.now() - t0;
+
+const peakRss = process.resourceUsage().maxRSS * 1024;
+const full = median(fullTimes);
+const clone = median(cloneTimes);
+const inc50 = median(incTimes);
+const inc99 = pct(incTimes, 0.99);
+const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
+
+console.log(
+  `planner benchmark: ${SERVICES} Services, ${NODES} nodes, ${SERVICES * Math.floor(ENDPOINTS / SERVICES)} endpoints`,
+);
+console.log(`  plans: ${result.plans.length} (${errors} with errors), members in total: ${members}`);
+console.log(
+  `  full plan (cold cache), median of 3:    ${full.toFixed(0)} ms   target ≤ 2000 ms   (${(full / 2000).toFixed(2)} of budget)`,
+);
+console.log(
+  `  baseline structuredClone(snapshot):     ${clone.toFixed(0)} ms   ratio plan/clone = ${(full / clone).toFixed(2)}`,
+);
+console.log(
+  `  incremental re-plan, 100 changes:       p50 ${inc50.toFixed(2)} ms, p99 ${inc99.toFixed(2)} ms   target ≤ 10 ms   (p99 = ${(inc99 / full).toFixed(4)} × full plan)`,
+);
+console.log(`  one Service's full backend list (${one} nodes) built in ${materialise.toFixed(2)} ms`);
+console.log(`  RSS: ${mb(rssBefore)} after building the snapshot, peak ${mb(peakRss)}   target ≤ 1024 MB`);
