@@ -62,9 +62,18 @@ export function addAzureOptions(cmd: Command): Command {
     )
     .option("--azure-shared-probe-port <port>", "Azure: shared probe port (default 10256)", parsePort)
     .option("--azure-shared-probe-path <path>", "Azure: shared probe request path (default /healthz)")
-    .option("--azure-subscription-id <id>", `Azure: subscription in resource ids (default ${AZURE_DEFAULTS.subscriptionId})`)
-    .option("--azure-resource-group <name>", `Azure: load balancer resource group (default ${AZURE_DEFAULTS.resourceGroup})`)
-    .option("--azure-cluster-name <name>", `Azure: cluster name: backend pool and LB name (default ${AZURE_DEFAULTS.clusterName})`)
+    .option(
+      "--azure-subscription-id <id>",
+      `Azure: subscription in resource ids (default ${AZURE_DEFAULTS.subscriptionId})`,
+    )
+    .option(
+      "--azure-resource-group <name>",
+      `Azure: load balancer resource group (default ${AZURE_DEFAULTS.resourceGroup})`,
+    )
+    .option(
+      "--azure-cluster-name <name>",
+      `Azure: cluster name: backend pool and LB name (default ${AZURE_DEFAULTS.clusterName})`,
+    )
     .option("--azure-load-balancer-name <name>", "Azure: LB name (default <cluster> or <cluster>-internal)")
     .option("--azure-disable-outbound-snat", "Azure: cloud config disableOutboundSNAT (Standard only)");
 }

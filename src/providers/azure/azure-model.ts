@@ -122,7 +122,9 @@ export interface AzureServicePlanFailed extends PlanCommon {
 export type AzureServicePlan = AzureServicePlanOk | AzureServicePlanFailed;
 
 /** Expected failures are values (STYLE.md): every step returns one of these. */
-export type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: AzureFailure };
+export type Outcome<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly failure: AzureFailure };
 
 /** Collects the explanation and warning lines of one Service while it is planned. */
 export interface AzureNotes {

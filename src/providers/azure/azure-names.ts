@@ -49,7 +49,8 @@ export function ruleName(scope: NameScope, protocol: Protocol, port: number): st
   const subnet = internalSubnet(scope.service);
   if (subnet === undefined) return byFamily(plain, scope);
   const room = RULE_NAME_BUDGET - plain.length - 1;
-  const segment = plain.length + subnet.length + 1 > RULE_NAME_BUDGET ? subnet.slice(0, Math.max(0, room)) : subnet;
+  const segment =
+    plain.length + subnet.length + 1 > RULE_NAME_BUDGET ? subnet.slice(0, Math.max(0, room)) : subnet;
   return byFamily(`${scope.prefix}-${segment}-${protocol}-${port}`, scope);
 }
 

@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import type { Service } from "../../k8s/objects.ts";
 import { objectKey, type Snapshot } from "../../k8s/snapshot.ts";
 import type { IpFamily } from "../../net/ip.ts";
-import { AZURE_ANNOTATIONS, flagOn, isInternal, portFlagKey } from "./azure-annotations.ts";
+import { AZURE_ANNOTATIONS, flagOn, isInternal, isInternalExact, portFlagKey } from "./azure-annotations.ts";
 import type {
   AzureNotes,
   AzureOptions,
@@ -27,8 +27,8 @@ import {
   loadBalancerName,
   type NameScope,
   probeId,
-  rulePrefix,
   ruleName,
+  rulePrefix,
 } from "./azure-names.ts";
 import { describeTiming, nodeEndpointProbe, portProbe, probeTiming, sharedProbe } from "./azure-probes.ts";
 import { haRuleProperties, portRuleProperties, type RuleContext } from "./azure-rules.ts";
@@ -44,7 +44,9 @@ export function planAzure(snapshot: Snapshot, options: AzureOptions): AzureServi
 
 /** A stable stand-in UID (UUID-shaped, from namespace/name) for manifests that carry none. */
 export function placeholderUid(service: Service): string {
-  const h = createHash("sha1").update(`passlb-azure:${objectKey(service.metadata)}`).digest("hex");
+  const h = createHash("sha1")
+    .update(`passlb-azure:${objectKey(service.metadata)}`)
+    .digest("hex");
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -67,7 +69,12 @@ export function planAzureService(service: Service, options: AzureOptions): Azure
     `${key}: externalTrafficPolicy ${local ? "Local" : "Cluster"}, ${options.sku} SKU, probe mode ${options.probeMode}`,
   );
   explain.push(
-    `load balancer ${lbName}${isInternal(service) ? " (internal)" : ""}` +
+    `load balancer ${lbName}` +
+      (isInternalExact(service)
+        ? " (internal)"
+        : isInternal(service)
+          ? ' (external: the internal annotation is not exactly "true", though other checks treat the Service as internal)'
+          : "") +
       (options.loadBalancerName === undefined ? "" : " (name given by the options)"),
   );
   const uid = service.metadata.uid ?? placeholderUid(service);
@@ -87,7 +94,9 @@ export function planAzureService(service: Service, options: AzureOptions): Azure
     const tag = dualStack ? `[${family}${family === "IPv6" ? ", names end in -IPv6" : ""}] ` : "";
     explain.push(...notes.explain.map((l) => tag + l));
     if (!result.ok) {
-      explain.push(`cloud-provider-azure stops here and updates nothing for this Service: ${result.failure.message}`);
+      explain.push(
+        `cloud-provider-azure stops here and updates nothing for this Service: ${result.failure.message}`,
+      );
       return { ...base, error: result.failure, warnings: unique(warn), explanation: explain };
     }
     for (const p of result.value.probes) if (!probes.some((q) => sameProbe(p, q))) probes.push(p);
@@ -112,7 +121,8 @@ function expectedForFamily(
   notes: AzureNotes,
 ): Outcome<FamilyResult> {
   const local = service.spec.externalTrafficPolicy === "Local";
-  const plsProxy = flagOn(service, AZURE_ANNOTATIONS.plsCreate) && flagOn(service, AZURE_ANNOTATIONS.plsProxyProtocol);
+  const plsProxy =
+    flagOn(service, AZURE_ANNOTATIONS.plsCreate) && flagOn(service, AZURE_ANNOTATIONS.plsProxyProtocol);
   const ref = (name: string) => ({ id: probeId(options, lbName, name) });
 
   // 1. the node-endpoint probe, computed (and validated) whether or not a rule uses it
@@ -165,7 +175,13 @@ function expectedForFamily(
     let probe = slotProbe;
     if (probe === null) {
       for (const port of ports) {
-        const built = portProbe(service, port, name, { sku: options.sku, nodeEndpoint: false, shared: false }, notes);
+        const built = portProbe(
+          service,
+          port,
+          name,
+          { sku: options.sku, nodeEndpoint: false, shared: false },
+          notes,
+        );
         if (!built.ok) {
           notes.warn.push(
             `HA ports: port ${port.port} cannot give the rule a probe (cloud-provider-azure logs and skips it): ${built.failure.message}`,
@@ -174,7 +190,9 @@ function expectedForFamily(
         }
         if (built.value !== null) {
           probe = built.value;
-          notes.explain.push(`HA ports: the probe comes from the first port that yields one, port ${port.port}`);
+          notes.explain.push(
+            `HA ports: the probe comes from the first port that yields one, port ${port.port}`,
+          );
           break;
         }
       }
@@ -185,7 +203,10 @@ function expectedForFamily(
         );
       }
     }
-    const rule: AzureRule = { name, properties: { ...props.value, ...(probe ? { probe: ref(probe.name) } : {}) } };
+    const rule: AzureRule = {
+      name,
+      properties: { ...props.value, ...(probe ? { probe: ref(probe.name) } : {}) },
+    };
     return { ok: true, value: { probes: probe ? [probe] : [], rules: [rule] } };
   }
 
@@ -223,7 +244,9 @@ function expectedForFamily(
     if (!p.enableFloatingIP && p.backendPort === 0)
       notes.warn.push(`${label}: floating IP is off and the port has no nodePort, so the backend port is 0`);
     if (flagOn(service, portFlagKey(port.port, "no_probe_rule"))) {
-      notes.explain.push(`${label}: ${portFlagKey(port.port, "no_probe_rule")} is true: the rule has no probe`);
+      notes.explain.push(
+        `${label}: ${portFlagKey(port.port, "no_probe_rule")} is true: the rule has no probe`,
+      );
       rules.push({ name, properties: p });
       continue;
     }
@@ -247,7 +270,9 @@ function expectedForFamily(
       probeName = slotProbe.name;
       if (!slotAdded) probes.push(slotProbe);
       slotAdded = true;
-      notes.explain.push(`${label}: uses ${shared ? "the shared probe" : "the /healthz probe"} ${slotProbe.name}`);
+      notes.explain.push(
+        `${label}: uses ${shared ? "the shared probe" : "the /healthz probe"} ${slotProbe.name}`,
+      );
     } else {
       notes.explain.push(`${label}: no probe`);
       notes.warn.push(

@@ -52,7 +52,8 @@ export function azureListenerProbes(service: Service): ListenerProbes {
       errors.push({ annotation: f.annotation ?? "", value: f.value ?? "", message: f.message });
   };
   const notes: AzureNotes = { explain: [], warn: [] };
-  const plsProxy = flagOn(service, AZURE_ANNOTATIONS.plsCreate) && flagOn(service, AZURE_ANNOTATIONS.plsProxyProtocol);
+  const plsProxy =
+    flagOn(service, AZURE_ANNOTATIONS.plsCreate) && flagOn(service, AZURE_ANNOTATIONS.plsProxyProtocol);
   let local: AzureProbe | null = null;
   let localBroken = false;
   if (service.spec.externalTrafficPolicy === "Local" && !plsProxy) {

@@ -50,7 +50,12 @@ function timingValue(
     if (raw === undefined) continue;
     const n = parseWholeNumber(raw);
     if (n === undefined)
-      return fail({ code, annotation: key, value: raw, message: `${key}: ${quote(raw)} is not a whole number` });
+      return fail({
+        code,
+        annotation: key,
+        value: raw,
+        message: `${key}: ${quote(raw)} is not a whole number`,
+      });
     if (n < min)
       return fail({
         code,
@@ -119,7 +124,7 @@ function probeProtocol(
   const perPortKey = portProbeKey(port.port, "protocol");
   const sources: [string, string | undefined][] = [
     [perPortKey, annotation(service, perPortKey)],
-    [`spec.ports[${port.port}].appProtocol`, port.appProtocol],
+    [`appProtocol of port ${port.port}`, port.appProtocol],
     [AZURE_ANNOTATIONS.probeProtocol, annotation(service, AZURE_ANNOTATIONS.probeProtocol)],
   ];
   const found = sources.find((s): s is [string, string] => s[1] !== undefined);
@@ -199,7 +204,9 @@ export function portProbe(
 ): Outcome<AzureProbe | null> {
   if (ctx.shared) return ok(null);
   if (port.protocol !== "TCP") {
-    notes.explain.push(`port ${port.port}/${port.protocol}: Azure builds no per-port probe for ${port.protocol}`);
+    notes.explain.push(
+      `port ${port.port}/${port.protocol}: Azure builds no per-port probe for ${port.protocol}`,
+    );
     return ok(null);
   }
   const override = probePortOverride(service, port);
@@ -231,7 +238,9 @@ export function portProbe(
       `, every ${timing.value.interval.value}s (${timing.value.interval.from}), threshold ${timing.value.threshold.value} (${timing.value.threshold.from})`,
   );
   if (probePort === 0)
-    notes.warn.push(`port ${port.port}: the probe port is 0 (no nodePort): Azure would probe port 0 and fail`);
+    notes.warn.push(
+      `port ${port.port}: the probe port is 0 (no nodePort): Azure would probe port 0 and fail`,
+    );
   return ok({
     name,
     properties: {

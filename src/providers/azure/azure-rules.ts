@@ -53,7 +53,8 @@ const common = (ctx: RuleContext) => ({
 
 const tail = (ctx: RuleContext, timeout: number) => ({
   idleTimeoutInMinutes: timeout,
-  loadDistribution: ctx.service.spec.sessionAffinity === "ClientIP" ? ("SourceIP" as const) : ("Default" as const),
+  loadDistribution:
+    ctx.service.spec.sessionAffinity === "ClientIP" ? ("SourceIP" as const) : ("Default" as const),
   disableOutboundSnat: ctx.options.sku === "Standard" ? ctx.options.disableOutboundSnat : false,
 });
 

@@ -22,7 +22,8 @@ function ruleLine(r: AzureRule): string {
     q.loadDistribution === "SourceIP" ? "client IP affinity" : "5-tuple hash",
     ...(q.disableOutboundSnat ? ["outbound SNAT disabled"] : []),
   ];
-  const ports = q.protocol === "All" && q.frontendPort === 0 ? "all ports" : `${q.frontendPort} → ${q.backendPort}`;
+  const ports =
+    q.protocol === "All" && q.frontendPort === 0 ? "all ports" : `${q.frontendPort} → ${q.backendPort}`;
   const probe = q.probe === undefined ? "no probe" : `probe ${probeName(q.probe.id)}`;
   return `${r.name}  ${q.protocol} ${ports} (${traits.join(", ")}); ${probe}`;
 }
@@ -38,7 +39,9 @@ export function renderAzureText(plans: readonly AzureServicePlan[], options: { e
     } else {
       out.push(plan.probes.length === 0 ? "  probes: none" : "  probes:");
       for (const p of plan.probes) out.push(`    ${probeLine(p)}`);
-      out.push(plan.loadBalancingRules.length === 0 ? "  load-balancing rules: none" : "  load-balancing rules:");
+      out.push(
+        plan.loadBalancingRules.length === 0 ? "  load-balancing rules: none" : "  load-balancing rules:",
+      );
       for (const r of plan.loadBalancingRules) out.push(`    ${ruleLine(r)}`);
     }
     if (plan.warnings.length > 0) {

@@ -19,7 +19,8 @@ import {
 } from "./azure-annotations.ts";
 import type { AzureOptions } from "./azure-model.ts";
 
-const PER_PORT = /^service\.beta\.kubernetes\.io\/port_(\d+)_(health-probe_[a-z-]+|no_lb_rule|no_probe_rule)$/;
+const PER_PORT =
+  /^service\.beta\.kubernetes\.io\/port_(\d+)_(health-probe_[a-z-]+|no_lb_rule|no_probe_rule)$/;
 const TUNING = ["protocol", "request-path", "interval", "num-of-probe"] as const;
 
 /** Whether the Service is planned in HA-ports mode (spec §3.3). */
@@ -32,7 +33,8 @@ export function serviceWarnings(service: Service, options: AzureOptions): string
   const keys = Object.keys(annotations);
   const ports = service.spec.ports;
   const local = service.spec.externalTrafficPolicy === "Local";
-  const plsProxy = flagOn(service, AZURE_ANNOTATIONS.plsCreate) && flagOn(service, AZURE_ANNOTATIONS.plsProxyProtocol);
+  const plsProxy =
+    flagOn(service, AZURE_ANNOTATIONS.plsCreate) && flagOn(service, AZURE_ANNOTATIONS.plsProxyProtocol);
   const shared = options.probeMode === "shared" && !local;
   const ha = usesHaPorts(service, options);
 
@@ -66,7 +68,9 @@ export function serviceWarnings(service: Service, options: AzureOptions): string
     for (const k of ignored) out.push(`${k} is ignored in HA-ports mode`);
   }
   if (local && !plsProxy && service.spec.healthCheckNodePort === undefined)
-    out.push("spec.healthCheckNodePort is not set (the API server allocates one): the Local probe shows port 0");
+    out.push(
+      "spec.healthCheckNodePort is not set (the API server allocates one): the Local probe shows port 0",
+    );
 
   // per-port keys that name no service port (a nodePort or targetPort by mistake)
   const portNumbers = new Set(ports.map((p) => p.port));
@@ -77,7 +81,9 @@ export function serviceWarnings(service: Service, options: AzureOptions): string
     const n = Number(m[1]);
     if (portNumbers.has(n)) continue;
     if (n === hcnp && /_(interval|num-of-probe)$/.test(k) && local && !plsProxy) continue;
-    out.push(`${k} names port ${n}, which is not a service port: per-port annotations are keyed by spec.ports[].port`);
+    out.push(
+      `${k} names port ${n}, which is not a service port: per-port annotations are keyed by spec.ports[].port`,
+    );
   }
 
   if (shared) {
@@ -100,8 +106,19 @@ export function serviceWarnings(service: Service, options: AzureOptions): string
       out.push(
         `port ${port.port}/${port.protocol}: Azure builds no per-port probe for ${port.protocol}, so ${[...(hasPortOverride ? [portProbeKey(port.port, "port")] : []), ...tuned].join(", ")} ${tuned.length + (hasPortOverride ? 1 : 0) === 1 ? "is" : "are"} ignored`,
       );
-    if (local && !plsProxy && !ha && anyTcp && !hasPortOverride && tuned.length > 0 && port.protocol === "TCP")
-      if (!flagOn(service, portFlagKey(port.port, "no_probe_rule")) && !flagOn(service, portFlagKey(port.port, "no_lb_rule")))
+    if (
+      local &&
+      !plsProxy &&
+      !ha &&
+      anyTcp &&
+      !hasPortOverride &&
+      tuned.length > 0 &&
+      port.protocol === "TCP"
+    )
+      if (
+        !flagOn(service, portFlagKey(port.port, "no_probe_rule")) &&
+        !flagOn(service, portFlagKey(port.port, "no_lb_rule"))
+      )
         out.push(
           `port ${port.port}: externalTrafficPolicy Local uses the /healthz probe on healthCheckNodePort, so ${tuned.join(", ")} ${tuned.length === 1 ? "is" : "are"} ignored` +
             ` (set ${portProbeKey(port.port, "port")} to give this port its own probe; the Local probe's timing keys are port_${hcnp ?? "<healthCheckNodePort>"}_health-probe_interval/num-of-probe)`,
@@ -113,7 +130,7 @@ export function serviceWarnings(service: Service, options: AzureOptions): string
     );
     if (globals.length > 0)
       out.push(
-        `externalTrafficPolicy Local: the /healthz probe is always Http on healthCheckNodePort, so ${globals.join(", ")} only affect ports with their own ${portProbeKey(0, "port").replace("_0_", "_<p>_")}`,
+        `externalTrafficPolicy Local: the /healthz probe is always Http on healthCheckNodePort, so ${globals.join(" and ")} apply only to ports with their own ${portProbeKey(0, "port").replace("_0_", "_<p>_")}`,
       );
   }
   return out;
