@@ -78,15 +78,25 @@ export function addAzureOptions(cmd: Command): Command {
     .option("--azure-disable-outbound-snat", "Azure: cloud config disableOutboundSNAT (Standard only)");
 }
 
-/** Flags → options; a message when a flag is invalid (for callers that bypass commander's parsers). */
+/** Flags → options; a message naming the flag when one is invalid (for callers that bypass commander's parsers). */
 export function azureOptionsFrom(flags: AzureFlags): AzureOptions | string {
+  const checked = <T>(flag: string, read: () => T): T => {
+    try {
+      return read();
+    } catch (e) {
+      if (e instanceof InvalidArgumentError) throw new InvalidArgumentError(`${flag}: ${e.message}`);
+      throw e;
+    }
+  };
   try {
-    const port = flags.azureSharedProbePort;
+    const { azureSku: sku, azureProbeMode: mode, azureSharedProbePort: port } = flags;
     return {
       ...AZURE_DEFAULTS,
-      ...(flags.azureSku === undefined ? {} : { sku: parseSku(flags.azureSku) }),
-      ...(flags.azureProbeMode === undefined ? {} : { probeMode: parseMode(flags.azureProbeMode) }),
-      ...(port === undefined ? {} : { sharedProbePort: parsePort(String(port)) }),
+      ...(sku === undefined ? {} : { sku: checked("--azure-sku", () => parseSku(sku)) }),
+      ...(mode === undefined ? {} : { probeMode: checked("--azure-probe-mode", () => parseMode(mode)) }),
+      ...(port === undefined
+        ? {}
+        : { sharedProbePort: checked("--azure-shared-probe-port", () => parsePort(String(port))) }),
       ...(flags.azureSharedProbePath === undefined ? {} : { sharedProbePath: flags.azureSharedProbePath }),
       ...(flags.azureSubscriptionId === undefined ? {} : { subscriptionId: flags.azureSubscriptionId }),
       ...(flags.azureResourceGroup === undefined ? {} : { resourceGroup: flags.azureResourceGroup }),
@@ -108,7 +118,7 @@ export function runAzure(
 ): number {
   const options = azureOptionsFrom(flags);
   if (typeof options === "string") {
-    io.stderr(`error: invalid --azure-* option: ${options}\n`);
+    io.stderr(`error: ${options}\n`);
     return 2;
   }
   const plans = planAzure(snapshot, options);
