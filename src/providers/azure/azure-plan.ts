@@ -131,7 +131,12 @@ function expectedForFamily(
   if (local && !plsProxy) {
     const hcnp = service.spec.healthCheckNodePort ?? 0;
     const built = nodeEndpointProbe(service, ruleName(scope, "TCP", hcnp));
-    if (!built.ok) return built;
+    if (!built.ok) {
+      notes.explain.push(
+        `externalTrafficPolicy Local: the /healthz probe on healthCheckNodePort ${hcnp} is built first, whether or not a rule will use it, and its timing is invalid`,
+      );
+      return built;
+    }
     slotProbe = built.value;
     const timing = probeTiming(service, hcnp);
     notes.explain.push(
@@ -242,7 +247,7 @@ function expectedForFamily(
             : ` (nodePort: ${AZURE_ANNOTATIONS.disableFloatingIp})`),
     );
     if (!p.enableFloatingIP && p.backendPort === 0)
-      notes.warn.push(`${label}: floating IP is off and the port has no nodePort, so the backend port is 0`);
+      notes.warn.push(`${label}: floating IP is off and the port has no nodePort: the backend port is 0`);
     if (flagOn(service, portFlagKey(port.port, "no_probe_rule"))) {
       notes.explain.push(
         `${label}: ${portFlagKey(port.port, "no_probe_rule")} is true: the rule has no probe`,

@@ -238,9 +238,7 @@ export function portProbe(
       `, every ${timing.value.interval.value}s (${timing.value.interval.from}), threshold ${timing.value.threshold.value} (${timing.value.threshold.from})`,
   );
   if (probePort === 0)
-    notes.warn.push(
-      `port ${port.port}: the probe port is 0 (no nodePort): Azure would probe port 0 and fail`,
-    );
+    notes.warn.push(`port ${port.port}: the probe port is 0 because the port has no nodePort`);
   return ok({
     name,
     properties: {

@@ -67,6 +67,13 @@ export function serviceWarnings(service: Service, options: AzureOptions): string
     );
     for (const k of ignored) out.push(`${k} is ignored in HA-ports mode`);
   }
+  const noNodePort = ports.filter((p) => !p.nodePort).map((p) => `${p.port}/${p.protocol}`);
+  if (noNodePort.length > 0)
+    out.push(
+      service.spec.allocateLoadBalancerNodePorts === false
+        ? `allocateLoadBalancerNodePorts is false and port ${noNodePort.join(", ")} has no nodePort: cloud-provider-azure does not check this, and port 0 reaches any probe or backend port that uses the nodePort (working shapes: eTP Local, or the shared probe, with floating IP on)`
+        : `port ${noNodePort.join(", ")} has no nodePort in the manifest: the API server would allocate one; shown as 0 here`,
+    );
   if (local && !plsProxy && service.spec.healthCheckNodePort === undefined)
     out.push(
       "spec.healthCheckNodePort is not set (the API server allocates one): the Local probe shows port 0",
