@@ -173,6 +173,18 @@ describe("per-port probe (spec §4)", () => {
 });
 
 describe("planAzure", () => {
+  test("a manifest without nodePort is told the API server would allocate one", () => {
+    const s = service((x) => {
+      x.spec.ports = [{ name: "http", port: 80 }];
+    });
+    const plan = planAzureService(s, AZURE_DEFAULTS);
+    assert.ok(
+      plan.warnings.some((w) =>
+        /port 80\/TCP has no nodePort in the manifest: the API server would allocate one/.test(w),
+      ),
+    );
+    assert.ok(!plan.warnings.some((w) => /allocateLoadBalancerNodePorts/.test(w)));
+  });
   test("only LoadBalancer Services, sorted by namespace/name", () => {
     const b = service((s) => {
       s.metadata.name = "b";
