@@ -1,21 +1,10 @@
 /**
- * The composition root: the `passlb` command. The only module that reads process.argv,
- * process.env, the standard streams, or sets the exit code. Each subcommand lives in its
- * own file and receives its I/O as arguments.
+ * The composition root: the `passlb` executable. The only module that reads process.argv,
+ * process.env or the standard streams, or sets the exit code.
  */
-import { Command, CommanderError } from "commander";
+import { CommanderError } from "commander";
 import type { CliIo } from "./load-input.ts";
-import { registerPlanCommand } from "./plan-command.ts";
-
-export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
-  const program = new Command("passlb")
-    .description("Cloud-grade passthrough load balancing for Kubernetes type: LoadBalancer Services")
-    .version("0.1.0")
-    .exitOverride()
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
-  registerPlanCommand(program, io, setExitCode);
-  return program;
-}
+import { buildProgram } from "./program.ts";
 
 async function main(): Promise<void> {
   const io: CliIo = {

@@ -4,9 +4,21 @@
  * invalid input.
  */
 import type { Command } from "commander";
+import { stringify } from "yaml";
+import { renderPlansText } from "../plan/plan-text.ts";
+import { planSnapshot } from "../plan/planner.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 
 const collect = (value: string, previous: string[]) => [...previous, value];
+
+export type OutputFormat = "text" | "json" | "yaml";
+
+export function parseOutputFormat(
+  value: string,
+  allowed: readonly OutputFormat[] = ["text", "json", "yaml"],
+): OutputFormat | undefined {
+  return (allowed as readonly string[]).includes(value) ? (value as OutputFormat) : undefined;
+}
 
 export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
   program
@@ -21,8 +33,23 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
     .option("-o, --output <format>", "text, json or yaml", "text")
     .option("--explain", "say in plain words why each backend is in or out")
     .action(async (opts: { filename: string[]; output: string; explain?: boolean }) => {
-      const snapshot = await loadSnapshot(opts.filename, io);
+      const format = parseOutputFormat(opts.output);
+      if (!format) {
+        io.stderr(`error: --output must be text, json or yaml (got "${opts.output}")\n`);
+        return setExitCode(2);
+      }
+      const snapshot = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
       if (!snapshot) return setExitCode(2);
-      io.stdout(`${snapshot.services.length} services\n`);
+      const { plans, skipped } = planSnapshot(snapshot);
+      if (format === "text") io.stdout(renderPlansText(plans, skipped, { explain: opts.explain ?? false }));
+      else {
+        const doc = { services: plans, skipped };
+        io.stdout(
+          format === "json"
+            ? `${JSON.stringify(doc, null, 2)}\n`
+            : stringify(JSON.parse(JSON.stringify(doc))),
+        );
+      }
+      setExitCode(plans.some((p) => p.issues.some((i) => i.severity === "error")) ? 1 : 0);
     });
 }

@@ -81,8 +81,9 @@ export interface Backend {
   readonly explanation: string;
   /** the node's Ready condition; unready nodes stay members, the health check decides (KEP-3458) */
   readonly ready: boolean;
-  /** ready local endpoints (distinct IPs), the health check's weight */
-  readonly localReadyEndpoints: number;
+  /** externalTrafficPolicy Local: ready local endpoints (distinct IPs), what the node's
+   * health check reports as its weight; null under Cluster */
+  readonly localReadyEndpoints: number | null;
 }
 
 export interface SessionAffinity {
@@ -98,8 +99,11 @@ export interface LoadBalancerPlan {
   readonly ipFamilies: readonly IpFamily[];
   readonly vips: readonly Vip[];
   readonly listeners: readonly Listener[];
-  /** every node the Service could use, included or not, sorted by zone then name */
+  /** every node the Service could use, included or not, sorted by zone then name
+   * (built on first read) */
   readonly backends: readonly Backend[];
+  /** the included backends only, same order; not serialised (it repeats `backends`) */
+  readonly members: readonly Backend[];
   readonly healthChecks: readonly HealthCheck[];
   readonly weighted: boolean;
   readonly zonalAffinity: boolean;

@@ -1,0 +1,17 @@
+/**
+ * The `passlb` command tree. Each subcommand lives in its own file and receives its I/O
+ * as arguments, so tests run the real command in-process.
+ */
+import { Command } from "commander";
+import type { CliIo } from "./load-input.ts";
+import { registerPlanCommand } from "./plan-command.ts";
+
+export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
+  const program = new Command("passlb")
+    .description("Cloud-grade passthrough load balancing for Kubernetes type: LoadBalancer Services")
+    .version("0.1.0")
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+  registerPlanCommand(program, io, setExitCode);
+  return program;
+}

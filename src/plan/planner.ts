@@ -1,0 +1,194 @@
+/**
+ * The planner: a Snapshot in, a LoadBalancerPlan for every Service passlb owns out, with
+ * the Services it leaves alone and why. Pure and deterministic.
+ *
+ * Incremental by memo, not by events: a PlanCache remembers the last inputs of every step
+ * by object identity (nodes, Services + config, each Service's slices), so after one
+ * EndpointSlice changes only that Service is planned again. Sources keep unchanged
+ * objects identical between snapshots for this to pay off; correctness never depends on it.
+ */
+
+import { slicesByService } from "../endpoints/merge.ts";
+import type { EndpointSlice, PasslbConfigSpec, Service } from "../k8s/objects.ts";
+import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
+import { parsePortRange } from "../k8s/validate.ts";
+import { addressPools } from "./address-pools.ts";
+import { assignVips, type VipAssignment } from "./ipam.ts";
+import type { LoadBalancerPlan } from "./load-balancer-plan.ts";
+import { type NodeTable, nodeTable } from "./node-table.ts";
+import { serviceOwnership } from "./ownership.ts";
+import { planService } from "./service-plan.ts";
+import { nameHash } from "./subset.ts";
+
+export interface PlanOptions {
+  /** the previous plans, by `namespace/name`: subsets stay sticky */
+  readonly previous?: ReadonlyMap<string, LoadBalancerPlan>;
+  /** `Proxy` when a userspace proxy carries the traffic (Kubernetes' ipMode) */
+  readonly ipMode?: "VIP" | "Proxy";
+}
+
+export interface SkippedService {
+  readonly service: string;
+  readonly reason: string;
+}
+
+export interface PlanResult {
+  /** sorted by `namespace/name` */
+  readonly plans: readonly LoadBalancerPlan[];
+  readonly skipped: readonly SkippedService[];
+}
+
+interface ServiceMemo {
+  readonly service: Service;
+  readonly slices: readonly EndpointSlice[];
+  readonly nodes: NodeTable;
+  readonly vips: VipAssignment;
+  readonly hcnp: number | undefined;
+  readonly previous: LoadBalancerPlan | undefined;
+  readonly ipMode: string;
+  readonly plan: LoadBalancerPlan;
+}
+
+export interface PlanCache {
+  nodes?: { input: Snapshot["nodes"]; table: NodeTable };
+  services?: {
+    input: Snapshot["services"];
+    config: PasslbConfigSpec;
+    owned: Service[];
+    skipped: SkippedService[];
+    vips: Map<string, VipAssignment>;
+    hcnp: Map<string, number>;
+  };
+  slices?: { input: Snapshot["endpointSlices"]; byService: Map<string, EndpointSlice[]> };
+  perService: Map<string, ServiceMemo>;
+}
+
+export function createPlanCache(): PlanCache {
+  return { perService: new Map() };
+}
+
+const NO_SLICES: readonly EndpointSlice[] = [];
+
+export function planSnapshot(
+  snapshot: Snapshot,
+  options: PlanOptions = {},
+  cache: PlanCache = createPlanCache(),
+): PlanResult {
+  if (cache.nodes?.input !== snapshot.nodes)
+    cache.nodes = { input: snapshot.nodes, table: nodeTable(snapshot.nodes) };
+  if (cache.services?.input !== snapshot.services || cache.services.config !== snapshot.config)
+    cache.services = {
+      input: snapshot.services,
+      config: snapshot.config,
+      ...servicesStep(snapshot.services, snapshot.config),
+    };
+  if (cache.slices?.input !== snapshot.endpointSlices)
+    cache.slices = { input: snapshot.endpointSlices, byService: slicesByService(snapshot.endpointSlices) };
+  const table = cache.nodes.table;
+  const { owned, skipped, vips, hcnp } = cache.services;
+  const ipMode = options.ipMode ?? "VIP";
+
+  const plans: LoadBalancerPlan[] = [];
+  const live = new Set<string>();
+  for (const svc of owned) {
+    const key = objectKey(svc.metadata);
+    live.add(key);
+    const slices = cache.slices.byService.get(key) ?? NO_SLICES;
+    const assignment = vips.get(key)!;
+    const previous = options.previous?.get(key);
+    const memo = cache.perService.get(key);
+    if (
+      memo &&
+      memo.service === svc &&
+      memo.nodes === table &&
+      memo.vips === assignment &&
+      memo.hcnp === hcnp.get(key) &&
+      memo.previous === previous &&
+      memo.ipMode === ipMode &&
+      sameElements(memo.slices, slices)
+    ) {
+      plans.push(memo.plan);
+      continue;
+    }
+    const plan = planService({
+      service: svc,
+      slices,
+      nodes: table,
+      vips: assignment,
+      config: snapshot.config,
+      healthCheckNodePort: hcnp.get(key),
+      previousMembers: previous ? new Set(previous.members.map((b) => b.node)) : undefined,
+      ipMode,
+    });
+    cache.perService.set(key, {
+      service: svc,
+      slices,
+      nodes: table,
+      vips: assignment,
+      hcnp: hcnp.get(key),
+      previous,
+      ipMode,
+      plan,
+    });
+    plans.push(plan);
+  }
+  for (const key of cache.perService.keys()) if (!live.has(key)) cache.perService.delete(key);
+  return { plans, skipped };
+}
+
+function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function servicesStep(services: readonly Service[], config: PasslbConfigSpec) {
+  const owned: Service[] = [];
+  const skipped: SkippedService[] = [];
+  for (const svc of services) {
+    if (svc.spec.type !== "LoadBalancer") continue;
+    const o = serviceOwnership(svc, config);
+    if (o.owned) owned.push(svc);
+    else skipped.push({ service: objectKey(svc.metadata), reason: o.reason });
+  }
+  const byKey = (a: Service, b: Service) => compare(objectKey(a.metadata), objectKey(b.metadata));
+  owned.sort(byKey);
+  skipped.sort((a, b) => compare(a.service, b.service));
+  const vips = assignVips(owned, addressPools(config.pools));
+  return { owned, skipped, vips, hcnp: allocateHealthCheckNodePorts(services, owned, config) };
+}
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Local Services without a healthCheckNodePort (manifests written for a cluster where the
+ * API server allocates one): a free port from the node port range, starting at a position
+ * hashed from the Service's name so the choice is stable while other Services come and go. */
+function allocateHealthCheckNodePorts(
+  all: readonly Service[],
+  owned: readonly Service[],
+  config: PasslbConfigSpec,
+): Map<string, number> {
+  const range = parsePortRange(config.nodePortRange) ?? { first: 30000, last: 32767 };
+  const used = new Set<number>();
+  for (const s of all) {
+    for (const p of s.spec.ports) if (p.nodePort) used.add(p.nodePort);
+    if (s.spec.healthCheckNodePort) used.add(s.spec.healthCheckNodePort);
+  }
+  const out = new Map<string, number>();
+  const size = range.last - range.first + 1;
+  for (const svc of owned) {
+    if (svc.spec.externalTrafficPolicy !== "Local" || svc.spec.healthCheckNodePort) continue;
+    const key = objectKey(svc.metadata);
+    const start = nameHash(key) % size;
+    for (let k = 0; k < size; k++) {
+      const port = range.first + ((start + k) % size);
+      if (!used.has(port)) {
+        used.add(port);
+        out.set(key, port);
+        break;
+      }
+    }
+  }
+  return out;
+}
