@@ -1,7 +1,7 @@
 /**
  * GKE plan scenarios: each folder under test/fixtures/gke/ holds `input.yaml` (manifests),
  * `scenario.json` (GKE options, optional generated nodes/endpoints, and a hand-written
- * `expect` summary taken from specs/gke-l4.md) and `expected.json` (the full plan, golden).
+ * `expect` summary taken from specs/gke-l4.md) and `expected.golden.json` (the full plan, golden; Biome leaves *.golden.json alone).
  * The summary is checked first so a golden can never silently drift from the spec's figures.
  */
 import assert from "node:assert/strict";
@@ -136,6 +136,6 @@ for (const dir of readdirSync(root).sort()) {
       for (const key of Object.keys(want) as (keyof Summary)[])
         assert.deepEqual(got[key], want[key], `${service}: ${key}`);
     }
-    assertGolden(join(folder, "expected.json"), plans);
+    assertGolden(join(folder, "expected.golden.json"), plans);
   });
 }
