@@ -40,6 +40,8 @@ interface Summary {
   members: Record<string, number>;
   forwardingRules: string[];
   healthCheck: string | null;
+  localityLbPolicy: string | null;
+  zonalAffinity: string | null;
   firewalls: Record<string, string>;
   events: string[];
   findings: string[];
@@ -61,6 +63,8 @@ function summarize(p: GkeServicePlan): Summary {
     healthCheck: p.healthCheck
       ? `${p.healthCheck.name} ${p.healthCheck.resource} ${p.healthCheck.port} ${p.healthCheck.checkIntervalSec}/${p.healthCheck.timeoutSec}/${p.healthCheck.healthyThreshold}/${p.healthCheck.unhealthyThreshold}`
       : null,
+    localityLbPolicy: p.backendService?.localityLbPolicy ?? null,
+    zonalAffinity: p.backendService?.networkPassThroughLbTrafficPolicy?.zonalAffinity.spillover ?? null,
     firewalls: Object.fromEntries(
       Object.entries(p.firewalls).map(([role, f]) => [role, `${f.name} ${f.priority}`]),
     ),
