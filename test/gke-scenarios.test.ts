@@ -1,7 +1,8 @@
 /**
  * GKE plan scenarios: each folder under test/fixtures/gke/ holds `input.yaml` (manifests),
  * `scenario.json` (GKE options, optional generated nodes/endpoints, and a hand-written
- * `expect` summary taken from specs/gke-l4.md) and `expected.golden.json` (the full plan, golden; Biome leaves *.golden.json alone).
+ * `expect` summary taken from specs/gke-l4.md) and `expected.golden.json` (the full plan, golden; Biome leaves *.golden.json alone) and
+ * `expected-explain.txt` (the text page with --explain).
  * The summary is checked first so a golden can never silently drift from the spec's figures.
  */
 import assert from "node:assert/strict";
@@ -12,6 +13,7 @@ import { decodeDocuments } from "../src/k8s/decode.ts";
 import { parseDocuments } from "../src/k8s/documents.ts";
 import { type GkeFlagName, gkeFlags } from "../src/providers/gke/gke-flags.ts";
 import { planGke } from "../src/providers/gke/gke-plan.ts";
+import { renderGkeText } from "../src/providers/gke/gke-text.ts";
 import type { GkeServicePlan, SubnetIpv6 } from "../src/providers/gke/gke-types.ts";
 import { parseGkeVersion } from "../src/providers/gke/gke-version.ts";
 import { assertGolden } from "./golden.ts";
@@ -141,5 +143,6 @@ for (const dir of readdirSync(root).sort()) {
         assert.deepEqual(got[key], want[key], `${service}: ${key}`);
     }
     assertGolden(join(folder, "expected.golden.json"), plans);
+    assertGolden(join(folder, "expected-explain.txt"), renderGkeText(plans, { explain: true }));
   });
 }
