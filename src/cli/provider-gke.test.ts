@@ -36,8 +36,12 @@ function run(argv: string[], output: "text" | "json" | "yaml" = "json") {
   let out = "";
   let err = "";
   const io = {
-    stdout: (t: string) => void (out += t),
-    stderr: (t: string) => void (err += t),
+    stdout: (t: string) => {
+      out += t;
+    },
+    stderr: (t: string) => {
+      err += t;
+    },
     readStdin: async () => "",
   };
   const code = runGke(snapshot(), cmd.opts<GkeCliOptions>(), { output, explain: false }, io);
