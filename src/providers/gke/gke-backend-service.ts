@@ -4,7 +4,8 @@
  * policy and zonal affinity, with the Events and findings each choice raises.
  * Sources: ingress-gce backends.go EnsureL4BackendService, determineBackendServiceLocalityPolicy,
  * requireZonalAffinity; cloud-provider-gcp makeBackendServiceName.
- * Not modelled: strong session affinity (allowlisted projects only) beyond a finding.
+ * Strong session affinity (NetLB, allowlisted projects) is checked as ingress-gce's
+ * checkStrongSessionAffinityRequirements does; whether GCE accepts it is not known offline.
  */
 import { createHash } from "node:crypto";
 import type { GkeContext } from "./gke-context.ts";
@@ -138,13 +139,7 @@ export function planBackendService(
         ? "trafficDistribution asks for zone affinity, but enable-l4ilb-zonal-affinity is off (GKE 1.33.3-gke.1392000+)."
         : "trafficDistribution asks for zone affinity, but only the subsetting ILB path (NEG) has it (§5).",
     );
-  if (service.metadata.annotations?.["networking.gke.io/l4-strong-session-affinity"] === "enabled")
-    findings.push({
-      code: "gke_strong_affinity_not_modelled",
-      severity: "info",
-      subject,
-      message: "Strong session affinity (allowlisted projects) is not reproduced by this plan.",
-    });
+  const connectionTrackingPolicy = strongAffinity(ctx, findings, steps);
 
   const backendService: BackendService = {
     name,
@@ -155,6 +150,7 @@ export function planBackendService(
     ...(localityLbPolicy ? { localityLbPolicy } : {}),
     connectionDraining: { drainingTimeoutSec: draining },
     ...(networkPassThroughLbTrafficPolicy ? { networkPassThroughLbTrafficPolicy } : {}),
+    ...(connectionTrackingPolicy ? { connectionTrackingPolicy } : {}),
     healthChecks: [healthCheck],
     backends: groups.map((group) => ({ group, balancingMode: "CONNECTION" as const })),
   };
@@ -173,4 +169,45 @@ function unsupportedWeighted(events: GkeEvent[], findings: GkeFinding[], subject
     subject,
     message: "pods-per-node weighting needs externalTrafficPolicy: Local; with Cluster it does nothing.",
   });
+}
+
+export const STRONG_AFFINITY_ANNOTATION = "networking.gke.io/l4-strong-session-affinity";
+
+/** RBS NetLB strong session affinity (spec §5): ClientIP with a timeout in [60, 57600]. */
+function strongAffinity(
+  ctx: GkeContext,
+  findings: GkeFinding[],
+  steps: string[],
+): BackendService["connectionTrackingPolicy"] {
+  const { service, options, subject } = ctx;
+  if (service.metadata.annotations?.[STRONG_AFFINITY_ANNOTATION] !== "enabled") return undefined;
+  if (!ctx.external || !ctx.ig || !options.flags["enable-l4lb-strong-sa"]) {
+    findings.push({
+      code: "gke_strong_affinity_ignored",
+      severity: "warning",
+      subject,
+      message: `${STRONG_AFFINITY_ANNOTATION} needs a backend-service NetLB and enable-l4lb-strong-sa (allowlisted projects); ignored here.`,
+    });
+    return undefined;
+  }
+  const timeout = service.spec.sessionAffinityConfig?.clientIP?.timeoutSeconds;
+  if (
+    service.spec.sessionAffinity !== "ClientIP" ||
+    timeout === undefined ||
+    timeout < 60 ||
+    timeout > 57600
+  ) {
+    findings.push({
+      code: "gke_strong_affinity_invalid",
+      severity: "error",
+      subject,
+      message:
+        "Strong session affinity needs sessionAffinity: ClientIP and sessionAffinityConfig.clientIP.timeoutSeconds between 60 and 57600.",
+    });
+    return undefined;
+  }
+  steps.push(
+    `Strong session affinity: PER_SESSION tracking, idle timeout ${timeout}s; GCE accepts it for allowlisted projects only.`,
+  );
+  return { trackingMode: "PER_SESSION", enableStrongAffinity: true, idleTimeoutSec: timeout };
 }

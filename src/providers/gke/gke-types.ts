@@ -68,6 +68,11 @@ export interface BackendService {
       readonly spilloverRatio: number;
     };
   };
+  readonly connectionTrackingPolicy?: {
+    readonly trackingMode: "PER_SESSION";
+    readonly enableStrongAffinity: true;
+    readonly idleTimeoutSec: number;
+  };
   readonly healthChecks: readonly string[];
   readonly backends: readonly { readonly group: string; readonly balancingMode: "CONNECTION" }[];
 }
