@@ -11,7 +11,7 @@ import { endpointsPerNode, mergeServiceEndpoints } from "../../endpoints/merge.t
 import type { EndpointSlice } from "../../k8s/objects.ts";
 import type { Snapshot } from "../../k8s/snapshot.ts";
 import type { Family, GkeContext } from "./gke-context.ts";
-import { HC_SOURCE_RANGES_V4 } from "./gke-firewalls.ts";
+import { HC_SOURCE_RANGE_V6_ILB, HC_SOURCE_RANGE_V6_NETLB, HC_SOURCE_RANGES_V4 } from "./gke-firewalls.ts";
 import type { GkeEvent, GkeFinding } from "./gke-types.ts";
 
 export function syncEvents(
@@ -21,6 +21,7 @@ export function syncEvents(
   slices: readonly EndpointSlice[],
   families: readonly Family[],
   findings: readonly GkeFinding[],
+  healthCheckPort: number | undefined,
 ): { events: GkeEvent[]; findings: GkeFinding[] } {
   const { choice, service, subject } = ctx;
   const events: GkeEvent[] = [];
@@ -45,12 +46,17 @@ export function syncEvents(
       "gke_no_backend_nodes",
       `No node qualifies as a backend on this path (${snapshot.nodes.length} node(s) in the input).`,
     );
-  out.push({
-    code: "gke_health_check_sources",
-    severity: "info",
-    subject,
-    message: `Health probes come from ${HC_SOURCE_RANGES_V4.join(", ")}${families.includes("IPv6") ? " and Google's IPv6 prober ranges" : ""}; custom firewalls must let them reach the health-check port.`,
-  });
+  if (healthCheckPort !== undefined) {
+    const v6 = families.includes("IPv6")
+      ? ` and ${ctx.external ? HC_SOURCE_RANGE_V6_NETLB : HC_SOURCE_RANGE_V6_ILB}`
+      : "";
+    out.push({
+      code: "gke_health_check_sources",
+      severity: "info",
+      subject,
+      message: `Custom firewall rules or policies must let health probes from ${HC_SOURCE_RANGES_V4.join(", ")}${v6} reach tcp:${healthCheckPort} on the nodes, or every backend shows unhealthy.`,
+    });
+  }
 
   const errors = [...findings, ...out].filter((f) => f.severity === "error");
   if (choice.path === "target-pool" || choice.path === "ccm-ilb") {

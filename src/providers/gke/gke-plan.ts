@@ -147,7 +147,15 @@ function planService(
           instances: members.targetPoolInstances,
         }
       : null;
-  const outcome = syncEvents(ctx, members.memberCount, snapshot, slices, fr.families, findings);
+  const outcome = syncEvents(
+    ctx,
+    members.memberCount,
+    snapshot,
+    slices,
+    fr.families,
+    findings,
+    healthCheck?.port,
+  );
   events.push(...outcome.events);
   findings.push(...outcome.findings);
 

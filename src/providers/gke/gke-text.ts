@@ -76,16 +76,21 @@ export function renderGkeText(plans: readonly GkeServicePlan[], options: { expla
       if (fws.length > 0) lines.push("  firewalls:");
       for (const [role, f] of fws) lines.push(firewallLine(role, f));
     }
-    const act = p.findings.filter((f) => f.severity !== "info");
+    // The troubleshooting list of the GKE page: errors, warnings, and the health-check ranges to allow.
+    const act = p.findings.filter((f) => f.severity !== "info" || f.code === "gke_health_check_sources");
     if (act.length > 0) lines.push("  act on:");
-    for (const f of act) lines.push(`    ${f.severity}: ${f.message} [${f.code}]`);
+    for (const f of act)
+      lines.push(`    ${f.severity === "info" ? "check" : f.severity}: ${f.message} [${f.code}]`);
     if (p.events.length > 0) lines.push("  events:");
     for (const e of p.events) lines.push(`    ${e.type.padEnd(7)} ${e.reason}: ${e.message}`);
     for (const c of p.conditions) lines.push(`  condition: ${c.type}=${c.status} (${c.reason})`);
     if (options.explain) {
       lines.push("  why:");
       for (const s of p.explanation) lines.push(`    - ${s}`);
-      for (const f of p.findings.filter((x) => x.severity === "info")) lines.push(`    - note: ${f.message}`);
+      for (const f of p.findings.filter(
+        (x) => x.severity === "info" && x.code !== "gke_health_check_sources",
+      ))
+        lines.push(`    - note: ${f.message}`);
       if (p.nodes.length > 0) lines.push("  nodes:");
       for (const n of p.nodes)
         lines.push(`    ${n.member ? "+" : "-"} ${n.name} (${n.zone || "no zone"}): ${n.reason}`);
