@@ -64,6 +64,12 @@ export function countSliceEndpoints(slices: readonly EndpointSlice[]): number {
   return n;
 }
 
+function withoutLabel(node: Node, label: string): Node {
+  const labels = { ...(node.metadata.labels ?? {}) };
+  delete labels[label];
+  return { ...node, metadata: { ...node.metadata, labels } };
+}
+
 const byName = (a: Node, b: Node) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1);
 
 export function planMembers(
@@ -134,11 +140,12 @@ export function planMembers(
   for (const node of sorted) {
     const name = node.metadata.name ?? "";
     const zone = nodeZone(node);
-    let out = candidateNodeReason(node, true) ?? negNodeReason(node);
-    if (out && includeDrain && node.metadata.labels?.[GKE_OPERATION_LABEL] === "drain" && hosting.has(name))
-      out =
-        candidateNodeReason({ ...node, metadata: { ...node.metadata, labels: {} } }, true) ??
-        negNodeReason(node);
+    // CandidateAndDrainingNodesFilter: with the flag, Local NEGs keep drain-labelled nodes that host pods.
+    const keepDraining =
+      includeDrain && node.metadata.labels?.[GKE_OPERATION_LABEL] === "drain" && hosting.has(name);
+    const out =
+      candidateNodeReason(keepDraining ? withoutLabel(node, GKE_OPERATION_LABEL) : node, true) ??
+      negNodeReason(node);
     if (out) {
       decisions.push({ name, zone, member: false, reason: `left out: ${out}` });
       continue;
