@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import fc from "fast-check";
 import {
   type EndpointSlice,
   EndpointSliceSchema,
@@ -9,7 +10,12 @@ import {
 } from "../../k8s/objects.ts";
 import { chooseController } from "./gke-controller-choice.ts";
 import { gkeFlags } from "./gke-flags.ts";
-import { countSliceEndpoints, parseCurrentNegMembers, planMembers } from "./gke-members.ts";
+import {
+  CURRENT_NEG_MEMBERS_ANNOTATION,
+  countSliceEndpoints,
+  parseCurrentNegMembers,
+  planMembers,
+} from "./gke-members.ts";
 import { parseGkeVersion } from "./gke-version.ts";
 
 const node = (name: string, labels: Record<string, string> = {}): Node =>
@@ -78,4 +84,59 @@ test("enable-l4-neg-local-include-drain-nodes keeps a drain-labelled node that h
   };
   assert.deepEqual(plan(false), []);
   assert.deepEqual(plan(true), ["drain-pod"]);
+});
+
+test("property: an ILB's NEG members survive unrelated nodes joining and leaving (prior state fed back)", () => {
+  const v = parseGkeVersion("1.37.1-gke.1")!;
+  const options = { version: v, flags: gkeFlags(v), subnetIpv6: "both" as const };
+  const members = (names: readonly string[], current?: string) => {
+    const service = ServiceSchema.parse({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: "s",
+        namespace: "ns",
+        uid: "u",
+        annotations: {
+          "networking.gke.io/load-balancer-type": "Internal",
+          ...(current ? { [CURRENT_NEG_MEMBERS_ANNOTATION]: current } : {}),
+        },
+      },
+      spec: { type: "LoadBalancer", ports: [{ port: 80 }] },
+    });
+    const plan = planMembers(
+      chooseController(service, options),
+      service,
+      names.map((n) => node(n)),
+      [],
+      options,
+      {
+        neg: "neg",
+        instanceGroup: "ig",
+      },
+    );
+    return plan.nodes.filter((d) => d.member).map((d) => d.name);
+  };
+  const name = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/);
+  fc.assert(
+    fc.property(
+      // more nodes than the 24 wanted, so joiners with low hashes would displace members without stickiness
+      fc.uniqueArray(name, { minLength: 25, maxLength: 60 }),
+      fc.uniqueArray(name, { minLength: 1, maxLength: 20 }),
+      fc.nat(),
+      (base, joiners, seed) => {
+        const before = members(base);
+        const outsiders = base.filter((n) => !before.includes(n));
+        const leaving = new Set(outsiders.filter((_, i) => (seed >> (i % 30)) & 1));
+        const next = [...base.filter((n) => !leaving.has(n)), ...joiners.filter((n) => !base.includes(n))];
+        const after = members(next, `zone-a=${before.join(",")}`);
+        assert.ok(
+          before.every((n) => after.includes(n)),
+          `lost ${before.filter((n) => !after.includes(n))}`,
+        );
+        assert.equal(after.length, Math.min(24, next.length));
+      },
+    ),
+    { numRuns: 150 },
+  );
 });
