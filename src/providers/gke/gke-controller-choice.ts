@@ -10,6 +10,7 @@
  * finalizers reveal (there is no cloud state offline), and the creation-race delay.
  */
 import type { Service } from "../../k8s/objects.ts";
+import { objectKey } from "../../k8s/snapshot.ts";
 import type { GkeEvent, GkeFinding, GkeOptions, GkePath, Scheme } from "./gke-types.ts";
 import { atLeast } from "./gke-version.ts";
 
@@ -50,7 +51,7 @@ export interface ControllerChoice {
 
 export function chooseController(service: Service, options: GkeOptions): ControllerChoice {
   const { version, flags } = options;
-  const subject = `${service.metadata.namespace ?? "default"}/${service.metadata.name ?? ""}`;
+  const subject = objectKey(service.metadata);
   const ann = service.metadata.annotations ?? {};
   const fin = new Set(service.metadata.finalizers ?? []);
   const cls = service.spec.loadBalancerClass;

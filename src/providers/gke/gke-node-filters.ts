@@ -11,14 +11,17 @@
  * Multi-subnet clusters are not modelled: every node is in the default subnet.
  */
 import type { Node } from "../../k8s/objects.ts";
+import {
+  EXCLUDE_LB_LABEL,
+  LEGACY_ZONE_LABEL,
+  nodeFacts,
+  TO_BE_DELETED_TAINT,
+  ZONE_LABEL,
+} from "../../plan/node-facts.ts";
 
-export const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
-export const EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers";
 export const EXCLUDE_BALANCER_ALPHA_LABEL = "alpha.service-controller.kubernetes.io/exclude-balancer";
 export const MASTER_ROLE_LABEL = "node-role.kubernetes.io/master";
 export const GKE_OPERATION_LABEL = "operation.gke.io/type";
-const ZONE_LABEL = "topology.kubernetes.io/zone";
-const LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone";
 
 export interface ProviderId {
   readonly project: string;
@@ -39,30 +42,20 @@ export function nodeZone(node: Node): string {
   return parseProviderId(node.spec.providerID)?.zone || labels[ZONE_LABEL] || labels[LEGACY_ZONE_LABEL] || "";
 }
 
-export function nodeReady(node: Node): boolean {
-  return (node.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
-}
-
-function parseGoBool(value: string): boolean | undefined {
-  if (["1", "t", "T", "TRUE", "true", "True"].includes(value)) return true;
-  if (["0", "f", "F", "FALSE", "false", "False"].includes(value)) return false;
-  return undefined;
-}
-
 const hasTaint = (node: Node, key: string) => (node.spec.taints ?? []).some((t) => t.key === key);
 
-/** `k8sMinor`: the Kubernetes minor of the cluster (GKE 1.34.x runs Kubernetes 1.34). */
+/**
+ * The stable node set is node-facts.ts's eligibility rule (Kubernetes ≥ 1.34); before 1.34
+ * the exclude label excluded on presence. `k8sMinor`: GKE 1.34.x runs Kubernetes 1.34.
+ */
 export function ccmStableNodeReason(node: Node, k8sMinor: number): string | undefined {
-  if (node.metadata.deletionTimestamp) return "it is being deleted (deletionTimestamp)";
-  const exclude = node.metadata.labels?.[EXCLUDE_LB_LABEL];
-  if (exclude !== undefined) {
-    if (k8sMinor < 34)
-      return `it has the label ${EXCLUDE_LB_LABEL} (presence excludes before Kubernetes 1.34)`;
-    if (parseGoBool(exclude) !== false)
-      return `it has the label ${EXCLUDE_LB_LABEL}="${exclude}" (not "false", so it excludes from 1.34)`;
-  }
-  if (hasTaint(node, TO_BE_DELETED_TAINT)) return `it has the ${TO_BE_DELETED_TAINT} taint`;
-  return undefined;
+  if (
+    k8sMinor < 34 &&
+    !node.metadata.deletionTimestamp &&
+    node.metadata.labels?.[EXCLUDE_LB_LABEL] !== undefined
+  )
+    return `labelled ${EXCLUDE_LB_LABEL} (presence excludes before Kubernetes 1.34)`;
+  return nodeFacts(node).exclusion?.detail;
 }
 
 export function candidateNodeReason(node: Node, includeUnready: boolean): string | undefined {
@@ -73,7 +66,7 @@ export function candidateNodeReason(node: Node, includeUnready: boolean): string
     if (labels[label] !== undefined)
       return `it has the label ${label} (ingress-gce: presence excludes, any value)`;
   if ((node.status.conditions ?? []).length === 0) return "it reports no status conditions";
-  if (!includeUnready && !nodeReady(node)) return "it is not Ready";
+  if (!includeUnready && !nodeFacts(node).ready) return "it is not Ready";
   if (includeUnready && labels[GKE_OPERATION_LABEL] === "drain")
     return `it has the label ${GKE_OPERATION_LABEL}=drain (GKE upgrade or resize drain)`;
   return undefined;

@@ -7,7 +7,7 @@
  */
 import { slicesByService } from "../../endpoints/merge.ts";
 import type { Service } from "../../k8s/objects.ts";
-import type { Snapshot } from "../../k8s/snapshot.ts";
+import { objectKey, type Snapshot } from "../../k8s/snapshot.ts";
 import { planBackendService } from "./gke-backend-service.ts";
 import { gkeContext } from "./gke-context.ts";
 import { chooseController } from "./gke-controller-choice.ts";
@@ -37,7 +37,7 @@ export function planGke(snapshot: Snapshot, options: GkeOptions): GkeServicePlan
     .sort((a, b) => (a.service < b.service ? -1 : a.service > b.service ? 1 : 0));
 }
 
-const key = (s: Service) => `${s.metadata.namespace ?? "default"}/${s.metadata.name ?? ""}`;
+const key = (s: Service) => objectKey(s.metadata);
 
 function planService(
   service: Service,
