@@ -6,7 +6,7 @@
  * same plan. EndpointSlices are taken as given (no slices are derived from Pods here).
  */
 import { slicesByService } from "../../endpoints/merge.ts";
-import type { Service } from "../../k8s/objects.ts";
+import type { EndpointSlice, Service } from "../../k8s/objects.ts";
 import { objectKey, type Snapshot } from "../../k8s/snapshot.ts";
 import { planBackendService } from "./gke-backend-service.ts";
 import { gkeContext } from "./gke-context.ts";
@@ -42,7 +42,7 @@ const key = (s: Service) => objectKey(s.metadata);
 function planService(
   service: Service,
   snapshot: Snapshot,
-  slices: ReturnType<typeof slicesByService> extends Map<string, infer V> ? V : never,
+  slices: readonly EndpointSlice[],
   options: GkeOptions,
   kubeSystemUid: string,
 ): GkeServicePlan {
