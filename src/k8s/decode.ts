@@ -85,11 +85,40 @@ function describe(value: unknown): { kind?: string; apiVersion?: string; label: 
   return { ...(kind !== undefined && { kind }), ...(apiVersion !== undefined && { apiVersion }), label };
 }
 
-function zodProblems(error: z.ZodError): FieldProblem[] {
-  return error.issues.map((issue) => ({
-    path: issue.path.filter((p): p is string | number => typeof p !== "symbol"),
-    message: zodMessage(issue),
-  }));
+function zodProblems(error: z.ZodError, raw: unknown): FieldProblem[] {
+  return error.issues.map((issue) => {
+    const path = issue.path.filter((p): p is string | number => typeof p !== "symbol");
+    return { path, message: valueAt(raw, path) === undefined ? "is required" : zodMessage(issue) };
+  });
+}
+
+function valueAt(value: unknown, path: FieldPath): unknown {
+  let v = value;
+  for (const part of path) {
+    if (typeof v !== "object" || v === null) return undefined;
+    v = (v as Record<string | number, unknown>)[part];
+  }
+  return v;
+}
+
+/** Semantic rules run on an object the schema rejected, so that one pass lists every
+ * problem; whatever they say about a field the schema already flagged is dropped, and a
+ * rule that trips over a malformed field simply says nothing. */
+function bestEffort(kind: KnownKind, raw: unknown, reported: readonly FieldProblem[]): FieldProblem[] {
+  let found: FieldProblem[];
+  try {
+    if (kind === "Service") found = validateService(raw as Service, DEFAULT_CONFIG);
+    else if (kind === "PasslbConfig") found = validateConfig((raw as { spec: PasslbConfigSpec }).spec);
+    else if (kind === "EndpointSlice") found = validateEndpointSlice(raw as EndpointSlice);
+    else if (kind === "Node") found = validateNode(raw as Node);
+    else if (kind === "Pod") found = validatePod(raw as Pod);
+    else if (kind === "Endpoints") found = validateEndpoints(raw as Endpoints);
+    else found = [];
+  } catch {
+    return [];
+  }
+  const covered = (p: FieldPath) => reported.some((r) => r.path.every((part, i) => p[i] === part));
+  return found.filter((p) => !covered(p.path));
 }
 
 function zodMessage(issue: z.core.$ZodIssue): string {
@@ -101,7 +130,11 @@ function zodMessage(issue: z.core.$ZodIssue): string {
         ? "is required"
         : issue.message.replace(/^Invalid input: /, "");
     case "too_small":
-      return issue.origin === "number" ? `must be at least ${issue.minimum}` : issue.message;
+      if (issue.origin === "number") return `must be at least ${issue.minimum}`;
+      if (issue.origin === "string") return "must not be empty";
+      if (issue.origin === "array")
+        return `must have at least ${issue.minimum} item${issue.minimum === 1 ? "" : "s"}`;
+      return issue.message;
     case "too_big":
       return issue.origin === "number" ? `must be at most ${issue.maximum}` : issue.message;
     default:
@@ -144,13 +177,16 @@ export function decodeDocuments(documents: readonly Document[]): DecodeResult {
       continue;
     }
     if (!(kind in KIND_SCHEMAS)) {
-      notices.push(`${doc.source} (document ${doc.index}): skipped ${label}: passlb does not read this kind`);
+      const where =
+        doc.item === undefined ? `document ${doc.index}` : `document ${doc.index}, item ${doc.item}`;
+      notices.push(`${doc.source} (${where}): skipped ${label}: passlb does not read this kind`);
       continue;
     }
     const known = kind as KnownKind;
     const result = KIND_SCHEMAS[known].safeParse(doc.value);
     if (!result.success) {
-      for (const p of zodProblems(result.error)) report(p.path, p.message);
+      const structural = zodProblems(result.error, doc.value);
+      for (const p of [...structural, ...bestEffort(known, doc.value, structural)]) report(p.path, p.message);
       continue;
     }
     const key = `${known}\u0000${label}`;
@@ -225,6 +261,9 @@ export function decodeDocuments(documents: readonly Document[]): DecodeResult {
     return found.length === 0;
   }
 
+  problems.sort(
+    (a, b) => a.source.localeCompare(b.source) || a.index - b.index || (a.item ?? 0) - (b.item ?? 0),
+  );
   return {
     snapshot: { services, nodes, pods, endpointSlices, endpoints, namespaces, config: effective },
     problems,

@@ -50,6 +50,14 @@ interface Usage {
   pool: string;
 }
 
+interface ServiceState {
+  readonly vips: Map<IpFamily, Vip>;
+  readonly issues: PlanIssue[];
+  readonly wanted: ReturnType<typeof wantedFamilies>;
+  /** why auto-assignment found nothing for a family */
+  readonly failures: Map<IpFamily, { code: string; message: string }>;
+}
+
 const ipKey = (ip: IpAddress) => `${ip.family}|${ip.value}`;
 
 export function assignVips(
@@ -64,12 +72,14 @@ export function assignVips(
   const used = new Map<string, Usage>();
   const bySharingKey = new Map<string, IpAddress[]>();
   const cursors = new Map<string, { range: number; offset: bigint }>();
-  const state = new Map<
-    string,
-    { vips: Map<IpFamily, Vip>; issues: PlanIssue[]; wanted: ReturnType<typeof wantedFamilies> }
-  >();
+  const state = new Map<string, ServiceState>();
   for (const svc of ordered)
-    state.set(objectKey(svc.metadata), { vips: new Map(), issues: [], wanted: wantedFamilies(svc) });
+    state.set(objectKey(svc.metadata), {
+      vips: new Map(),
+      issues: [],
+      wanted: wantedFamilies(svc),
+      failures: new Map(),
+    });
 
   const portsOf = (svc: Service) => new Set(svc.spec.ports.map((p) => `${p.protocol}/${p.port}`));
   const sharingKeyOf = (svc: Service) => svc.metadata.annotations?.[SHARED_IP_ANNOTATION] || undefined;
@@ -263,26 +273,16 @@ export function assignVips(
     const name = objectKey(svc.metadata);
     const st = state.get(name)!;
     const { pools: allowed, explicit } = poolChoice.get(name) ?? { pools: [], explicit: false };
+    if (explicit && allowed.length === 0) continue; // the pool annotation's problem is already reported
     const candidates = explicit ? allowed : allowed.filter((p) => p.autoAssign);
     for (const family of st.wanted.families) {
       if (st.vips.has(family) || requests.get(name)?.has(family)) continue;
       const inFamily = candidates.filter((p) => p.ranges.some((r) => r.family === family));
       if (inFamily.length === 0) {
-        const required = st.wanted.required.includes(family) || st.wanted.families.length === 1;
-        if (required)
-          issue(
-            svc,
-            "no_pool_for_service",
-            "error",
-            `no ${explicit ? "" : "auto-assign "}pool with ${family} addresses admits this Service`,
-          );
-        else
-          issue(
-            svc,
-            "dual_stack_partial",
-            "info",
-            `no pool offers ${family}: served on ${st.wanted.families.filter((f) => f !== family).join(", ")} only (PreferDualStack)`,
-          );
+        st.failures.set(family, {
+          code: "no_pool_for_service",
+          message: `no ${explicit ? "" : "auto-assign "}pool with ${family} addresses admits this Service`,
+        });
         continue;
       }
       const shared = sharedCandidate(svc, family, inFamily);
@@ -293,12 +293,10 @@ export function assignVips(
       const fresh = firstFree(svc, family, inFamily);
       if (fresh) take(svc, fresh.ip, fresh.pool, "allocated");
       else
-        issue(
-          svc,
-          "pool_exhausted",
-          "error",
-          `every ${family} address in ${inFamily.map((p) => `"${p.name}"`).join(", ")} is in use`,
-        );
+        st.failures.set(family, {
+          code: "pool_exhausted",
+          message: `every ${family} address in ${inFamily.map((p) => `"${p.name}"`).join(", ")} is in use`,
+        });
     }
   }
 
@@ -346,14 +344,32 @@ export function assignVips(
       const v = st.vips.get(f);
       return v ? [v] : [];
     });
-    const missingRequired = st.wanted.required.filter((f) => !st.vips.has(f));
-    if (missingRequired.length > 0 && vips.length > 0 && st.wanted.families.length === 2)
+    const subject = `Service ${name}`;
+    const missing = st.wanted.families.filter((f) => !st.vips.has(f));
+    const failed = missing.flatMap((f) => {
+      const why = st.failures.get(f);
+      return why ? [{ family: f, ...why }] : [];
+    });
+    if (vips.length === 0)
+      for (const f of failed)
+        st.issues.push({ code: f.code, severity: "error", subject, message: f.message });
+    else if (missing.some((f) => st.wanted.required.includes(f)))
       st.issues.push({
         code: "dual_stack_unavailable",
         severity: "error",
-        subject: `Service ${name}`,
-        message: `RequireDualStack, but no ${missingRequired.join(" or ")} address could be assigned`,
+        subject,
+        message:
+          `RequireDualStack, but no ${missing.join(" or ")} address could be assigned` +
+          (failed.length > 0 ? `: ${failed.map((f) => f.message).join("; ")}` : ""),
       });
+    else
+      for (const f of failed)
+        st.issues.push({
+          code: "dual_stack_partial",
+          severity: "info",
+          subject,
+          message: `served on ${vips.map((v) => v.family).join(", ")} only (PreferDualStack): ${f.message}`,
+        });
     out.set(name, { families: st.wanted.families, vips, issues: st.issues });
   }
   return out;

@@ -1,0 +1,140 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import fc from "fast-check";
+import type { EndpointSlice, Node, Service } from "../k8s/objects.ts";
+import { DEFAULT_CONFIG, type Snapshot } from "../k8s/snapshot.ts";
+import { createPlanCache, planSnapshot } from "./planner.ts";
+
+const node = (i: number, zone: string): Node => ({
+  apiVersion: "v1",
+  kind: "Node",
+  metadata: { name: `node-${i}`, labels: { "topology.kubernetes.io/zone": zone } },
+  spec: {},
+  status: {
+    addresses: [{ type: "InternalIP", address: `198.51.100.${i}` }],
+    conditions: [{ type: "Ready", status: "True" }],
+  },
+});
+
+const service = (name: string, etp: "Cluster" | "Local"): Service => ({
+  apiVersion: "v1",
+  kind: "Service",
+  metadata: { name, namespace: "ns" },
+  spec: {
+    type: "LoadBalancer",
+    externalTrafficPolicy: etp,
+    ...(etp === "Local" && { healthCheckNodePort: 31000 }),
+    ports: [{ port: 80, protocol: "TCP" }],
+  },
+});
+
+interface Ep {
+  node: number;
+  ready: boolean;
+  serving: boolean;
+  terminating: boolean;
+}
+const slice = (svc: string, eps: readonly Ep[], name = `${svc}-1`): EndpointSlice => ({
+  apiVersion: "discovery.k8s.io/v1",
+  kind: "EndpointSlice",
+  metadata: { name, namespace: "ns", labels: { "kubernetes.io/service-name": svc } },
+  addressType: "IPv4",
+  ports: [{ name: "", port: 80, protocol: "TCP" }],
+  endpoints: eps.map((e, i) => ({
+    addresses: [`203.0.113.${i + 1}`],
+    conditions: { ready: e.ready, serving: e.serving, terminating: e.terminating },
+    nodeName: `node-${e.node}`,
+  })),
+});
+
+const config = {
+  ...DEFAULT_CONFIG,
+  defaultClass: true,
+  pools: [{ name: "p", addresses: ["203.0.113.200-203.0.113.250"], autoAssign: true, avoidBuggyIPs: false }],
+};
+const nodes = [1, 2, 3, 4, 5, 6].map((i) => node(i, `z${i % 3}`));
+const snapshot = (services: Service[], slices: EndpointSlice[]): Snapshot => ({
+  services,
+  nodes,
+  pods: [],
+  endpointSlices: slices,
+  endpoints: [],
+  namespaces: [],
+  config,
+});
+
+const epArb = fc.record({
+  node: fc.integer({ min: 1, max: 7 }), // node-7 does not exist
+  ready: fc.boolean(),
+  serving: fc.boolean(),
+  terminating: fc.boolean(),
+});
+
+test("property: a Local Service never targets a node without a non-terminating endpoint (unless all are terminating)", () => {
+  fc.assert(
+    fc.property(fc.array(epArb, { maxLength: 12 }), (eps) => {
+      const { plans } = planSnapshot(snapshot([service("web", "Local")], [slice("web", eps)]));
+      const plan = plans[0]!;
+      const exists = (n: string) => nodes.some((x) => x.metadata.name === n);
+      const live = new Set(
+        eps
+          .filter((e) => !e.terminating)
+          .map((e) => `node-${e.node}`)
+          .filter(exists),
+      );
+      const draining = new Set(eps.filter((e) => e.terminating && e.serving).map((e) => `node-${e.node}`));
+      for (const b of plan.members) {
+        if (live.size > 0) assert.ok(live.has(b.node), `${b.node} has no non-terminating endpoint`);
+        else assert.ok(draining.has(b.node), `${b.node} has no serving endpoint`);
+      }
+      // and every node with a non-terminating endpoint is a member
+      for (const n of live)
+        assert.ok(
+          plan.members.some((b) => b.node === n),
+          `${n} left out`,
+        );
+      assert.equal(plan.backends.length, nodes.length, "every node appears in backends");
+    }),
+  );
+});
+
+test("incremental: after one slice changes, only that Service is planned again, and the result equals a fresh plan", () => {
+  const services = [service("a", "Local"), service("b", "Cluster"), service("c", "Local")];
+  const live = (n: number): Ep => ({ node: n, ready: true, serving: true, terminating: false });
+  const slices = [slice("a", [live(1)]), slice("b", [live(2)]), slice("c", [live(3)])];
+  const cache = createPlanCache();
+  const first = planSnapshot(snapshot(services, slices), {}, cache);
+  const changed = [slices[0]!, slices[1]!, slice("c", [live(3), live(4)])];
+  const second = planSnapshot({ ...snapshot(services, changed), nodes, config }, {}, cache);
+  // same `nodes` and `services` arrays were passed through the spread: a and b are reused
+  assert.equal(second.plans[0], first.plans[0]);
+  assert.equal(second.plans[1], first.plans[1]);
+  assert.notEqual(second.plans[2], first.plans[2]);
+  const fresh = planSnapshot(snapshot(services, changed));
+  assert.deepEqual(JSON.parse(JSON.stringify(second.plans)), JSON.parse(JSON.stringify(fresh.plans)));
+  assert.deepEqual(
+    second.plans[2]?.members.map((b) => b.node),
+    ["node-3", "node-4"],
+  );
+});
+
+test("sticky subsets: the previous plan's members survive an unrelated node joining", () => {
+  const many = Array.from({ length: 20 }, (_, i) => node(i + 1, "z"));
+  const small = { ...config, clusterBackendLimit: 5 };
+  const base: Snapshot = {
+    services: [service("api", "Cluster")],
+    nodes: many,
+    pods: [],
+    endpointSlices: [],
+    endpoints: [],
+    namespaces: [],
+    config: small,
+  };
+  const first = planSnapshot(base).plans[0]!;
+  const previous = new Map([[first.service, first]]);
+  const grown = planSnapshot({ ...base, nodes: [node(0, "z"), ...many] }, { previous }).plans[0]!;
+  assert.deepEqual(
+    grown.members.map((b) => b.node),
+    first.members.map((b) => b.node),
+  );
+});
