@@ -118,6 +118,10 @@ export function planMembers(
         groups.push({ name: groupName.instanceGroup, zone, instances: kept });
     }
     const members = decisions.filter((d) => d.member);
+    if (choice.path === "target-pool" && members.length > 200)
+      steps.push(
+        `The CCM creates the target pool with the first 200 of ${members.length} instances and adds the rest in batches of 1000 (§2).`,
+      );
     return {
       nodes: decisions.sort((a, b) => (a.name < b.name ? -1 : 1)),
       negs: [],
