@@ -1,0 +1,227 @@
+/**
+ * Which GKE controller owns a LoadBalancer Service and which implementation it builds
+ * (specs/gke-l4.md §1): the loadBalancerClass first (only the class decides when set),
+ * then the finalizers as ownership markers (§1.4: a backend choice is frozen at creation),
+ * then the annotations, then the controller flags GKE sets for the version.
+ * Sources: ingress-gce GetLoadBalancerAnnotationType, WantsL4ILB/WantsL4NetLB,
+ * isRBSBasedService, shouldUseNEGBackends, preventLegacyServiceHandling;
+ * cloud-provider-gcp shouldProcessNetLB, ensureInternalLoadBalancer.
+ * Not modelled: existing forwarding rules other than what the Service's own annotations and
+ * finalizers reveal (there is no cloud state offline), and the creation-race delay.
+ */
+import type { Service } from "../../k8s/objects.ts";
+import { objectKey } from "../../k8s/snapshot.ts";
+import type { GkeEvent, GkeFinding, GkeOptions, GkePath, Scheme } from "./gke-types.ts";
+import { atLeast } from "./gke-version.ts";
+
+export const CLASS_INTERNAL = "networking.gke.io/l4-regional-internal";
+export const CLASS_EXTERNAL = "networking.gke.io/l4-regional-external";
+export const CLASS_INTERNAL_LEGACY = "networking.gke.io/l4-regional-internal-legacy";
+export const CLASS_EXTERNAL_LEGACY = "networking.gke.io/l4-regional-external-legacy";
+export const FINALIZER = {
+  ilbV1: "gke.networking.io/l4-ilb-v1",
+  ilbV2: "gke.networking.io/l4-ilb-v2",
+  netlbV1: "gke.networking.io/l4-netlb-v1",
+  netlbV2: "gke.networking.io/l4-netlb-v2",
+  netlbV3: "gke.networking.io/l4-netlb-v3",
+} as const;
+const PATH_FINALIZER: Record<GkePath, string | null> = {
+  none: null,
+  "target-pool": FINALIZER.netlbV1,
+  "ccm-ilb": FINALIZER.ilbV1,
+  "rbs-instance-groups": FINALIZER.netlbV2,
+  "rbs-neg": FINALIZER.netlbV3,
+  "subsetting-ilb": FINALIZER.ilbV2,
+};
+/** ingress-gce writes these on Services it has synced; their presence shows IG resources exist. */
+const IG_RESOURCE_ANNOTATION = "service.kubernetes.io/backend-service";
+const CLASS_GATE = "1.33.1-gke.1779000";
+
+export interface ControllerChoice {
+  readonly path: GkePath;
+  readonly scheme: Scheme | null;
+  readonly finalizer: string | null;
+  /** the owner's finalizer is already on the Service: its resources exist (updates, not creation) */
+  readonly existing: boolean;
+  readonly subsetting: boolean;
+  readonly steps: readonly string[];
+  readonly events: readonly GkeEvent[];
+  readonly findings: readonly GkeFinding[];
+}
+
+export function chooseController(service: Service, options: GkeOptions): ControllerChoice {
+  const { version, flags } = options;
+  const subject = objectKey(service.metadata);
+  const ann = service.metadata.annotations ?? {};
+  const fin = new Set(service.metadata.finalizers ?? []);
+  const cls = service.spec.loadBalancerClass;
+  const subsetting = options.subsetting ?? atLeast(version, "1.36");
+  const steps: string[] = [];
+  const events: GkeEvent[] = [];
+  const findings: GkeFinding[] = [];
+  steps.push(
+    options.subsetting === undefined
+      ? `GKE subsetting is ${subsetting ? "on (automatic from 1.36)" : "off (automatic only from 1.36)"} at ${version.text}.`
+      : `GKE subsetting is ${subsetting ? "on" : "off"} (--${subsetting ? "" : "no-"}gke-subsetting).`,
+  );
+  const typeAnn = ann["networking.gke.io/load-balancer-type"] ?? ann["cloud.google.com/load-balancer-type"];
+  const wantsInternal = typeAnn === "Internal" || typeAnn === "internal";
+  const done = (path: GkePath, scheme: Scheme | null): ControllerChoice => {
+    const finalizer = PATH_FINALIZER[path];
+    return {
+      path,
+      scheme,
+      finalizer,
+      existing: finalizer !== null && fin.has(finalizer),
+      subsetting,
+      steps,
+      events,
+      findings,
+    };
+  };
+  const conflict = () => {
+    if (!wantsInternal) return;
+    events.push({
+      type: "Warning",
+      reason: "ConflictingConfiguration",
+      message: `loadBalancerClass conflicts with networking.gke.io/load-balancer-type: "${typeAnn}" annotation. External LoadBalancer Service provisioned.`,
+    });
+    steps.push("The class wins over the Internal annotation: the load balancer is external (§1.1).");
+  };
+
+  if (cls !== undefined) {
+    steps.push(
+      `spec.loadBalancerClass is "${cls}": only the class decides, annotations are not read (§1.1).`,
+    );
+    const tooOld = (gate: string) => {
+      steps.push(`The class needs GKE ${gate} or later; ${version.text} has no controller for it.`);
+      return done("none", null);
+    };
+    if (cls === CLASS_INTERNAL) {
+      if (!atLeast(version, CLASS_GATE)) return tooOld(CLASS_GATE);
+      if (!subsetting) {
+        steps.push("The class needs GKE subsetting: without it the ILB subsetting controller does not run.");
+        return done("none", null);
+      }
+      steps.push("The ILB subsetting controller (ingress-gce) owns it: GCE_VM_IP NEG backends (§1.3).");
+      return done("subsetting-ilb", "INTERNAL");
+    }
+    if (cls === CLASS_EXTERNAL) {
+      if (!atLeast(version, CLASS_GATE)) return tooOld(CLASS_GATE);
+      conflict();
+      steps.push("The RBS NetLB controller owns it and the NEG controller always makes NEGs for it (§1.2).");
+      return done("rbs-neg", "EXTERNAL");
+    }
+    if (cls === CLASS_INTERNAL_LEGACY) {
+      if (!atLeast(version, "1.37")) return tooOld("1.37");
+      steps.push("The legacy class forces the CCM's instance-group ILB, even with subsetting on (§1.3).");
+      return done("ccm-ilb", "INTERNAL");
+    }
+    if (cls === CLASS_EXTERNAL_LEGACY) {
+      if (!atLeast(version, "1.37")) return tooOld("1.37");
+      conflict();
+      steps.push("The legacy class forces the CCM's target-pool NetLB (§1.2).");
+      return done("target-pool", "EXTERNAL");
+    }
+    steps.push(
+      "No GKE controller implements this class: the CCM answers ImplementedElsewhere, nothing is built.",
+    );
+    return done("none", null);
+  }
+
+  steps.push(
+    typeAnn === undefined
+      ? "No load-balancer-type annotation: the load balancer is external (§1.1)."
+      : `load-balancer-type is "${typeAnn}": ${wantsInternal ? "internal" : "external (only Internal/internal mean internal)"} (§1.1).`,
+  );
+  const igResources = ann[IG_RESOURCE_ANNOTATION] !== undefined;
+  const igFinalizer = fin.has(FINALIZER.ilbV2) || fin.has(FINALIZER.netlbV2) || fin.has(FINALIZER.netlbV3);
+  if (igResources && !igFinalizer && !fin.has(FINALIZER.ilbV1) && !fin.has(FINALIZER.netlbV1))
+    events.push({
+      type: "Warning",
+      reason: "UnexpectedlyRemovedFinalizer",
+      message: `The L4 finalizer was removed from the Service although ${IG_RESOURCE_ANNOTATION} shows its load balancer resources still exist.`,
+    });
+
+  if (wantsInternal) {
+    if (fin.has(FINALIZER.ilbV1)) {
+      steps.push(
+        `Finalizer ${FINALIZER.ilbV1}: the CCM keeps its instance-group ILB; subsetting never migrates it.`,
+      );
+      return done("ccm-ilb", "INTERNAL");
+    }
+    if (subsetting) {
+      steps.push(
+        fin.has(FINALIZER.ilbV2)
+          ? `Finalizer ${FINALIZER.ilbV2}: the ILB subsetting controller owns it (NEG backends).`
+          : `With subsetting the CCM skips new ILBs; the ILB subsetting controller adds ${FINALIZER.ilbV2} and the NEG controller then builds NEGs.`,
+      );
+      return done("subsetting-ilb", "INTERNAL");
+    }
+    if (fin.has(FINALIZER.ilbV2))
+      findings.push({
+        code: "gke_subsetting_finalizer_without_subsetting",
+        severity: "warning",
+        subject,
+        message: `The Service carries ${FINALIZER.ilbV2} but subsetting is off; GKE subsetting cannot be disabled once on.`,
+      });
+    steps.push("Without subsetting the CCM builds an instance-group ILB (§1.3).");
+    return done("ccm-ilb", "INTERNAL");
+  }
+
+  const rbsAnnotation = ann["cloud.google.com/l4-rbs"] === "enabled";
+  const rbsHonoured = rbsAnnotation && atLeast(version, "1.25.5");
+  if (rbsAnnotation && !rbsHonoured)
+    steps.push("cloud.google.com/l4-rbs needs GKE 1.25.5+: ignored at this version.");
+  if (fin.has(FINALIZER.netlbV1)) {
+    if (fin.has(FINALIZER.netlbV2) || fin.has(FINALIZER.netlbV3)) {
+      events.push({
+        type: "Warning",
+        reason: "TargetPoolRaceWithRBS",
+        message:
+          "Both the target-pool and the RBS controller claimed this Service at creation; the RBS resources are deleted and the target pool stays.",
+      });
+      steps.push(
+        "Target-pool and RBS finalizers both present: a creation race, the target pool wins (§1.2).",
+      );
+    } else if (rbsAnnotation) {
+      events.push({
+        type: "Warning",
+        reason: "CanNotMigrateTargetPoolToRBS",
+        message:
+          "cloud.google.com/l4-rbs was added to a Service served by a target pool. Migration is not supported. Removing annotation.",
+      });
+      steps.push("l4-rbs on a target-pool Service: the annotation is removed, no migration (§1.2).");
+    } else steps.push(`Finalizer ${FINALIZER.netlbV1}: the CCM keeps its target pool.`);
+    return done("target-pool", "EXTERNAL");
+  }
+  if (fin.has(FINALIZER.netlbV2)) {
+    steps.push(`Finalizer ${FINALIZER.netlbV2}: RBS NetLB with instance groups, frozen at creation (§1.2).`);
+    return done("rbs-instance-groups", "EXTERNAL");
+  }
+  if (fin.has(FINALIZER.netlbV3)) {
+    steps.push(`Finalizer ${FINALIZER.netlbV3}: RBS NetLB with NEGs, frozen at creation (§1.2).`);
+    return done("rbs-neg", "EXTERNAL");
+  }
+  const byDefault = flags["enable-l4-netlb-rbs-by-default"];
+  if (rbsHonoured || byDefault || igResources) {
+    steps.push(
+      rbsHonoured
+        ? 'Annotation cloud.google.com/l4-rbs: "enabled": the RBS NetLB controller owns it.'
+        : byDefault
+          ? "enable-l4-netlb-rbs-by-default is on (GKE 1.37+): new external Services get a backend-service NetLB."
+          : "An RBS load balancer already exists (ingress-gce annotations): the RBS controller keeps it.",
+    );
+    const neg = flags["enable-l4-netlb-neg"] && flags["enable-l4-netlb-neg-default"];
+    steps.push(
+      neg
+        ? "enable-l4-netlb-neg and -neg-default are on (1.32.2-gke.1652000+): GCE_VM_IP NEG backends, finalizer v3."
+        : "NetLB NEGs are not the default at this version: instance-group backends, finalizer v2.",
+    );
+    return done(neg ? "rbs-neg" : "rbs-instance-groups", "EXTERNAL");
+  }
+  steps.push(
+    "No class, no l4-rbs and RBS is not the default before 1.37: the CCM builds a target-pool NetLB.",
+  );
+  return done("target-pool", "EXTERNAL");
+}
