@@ -8,6 +8,8 @@ import { stringify } from "yaml";
 import { renderPlansText } from "../plan/plan-text.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
+import { type AzureFlags, addAzureOptions, runAzure } from "./provider-azure.ts";
+import { addGkeOptions, type GkeCliOptions, runGke } from "./provider-gke.ts";
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
@@ -20,10 +22,13 @@ export function parseOutputFormat(
   return (allowed as readonly string[]).includes(value) ? (value as OutputFormat) : undefined;
 }
 
+type PlanFlags = { filename: string[]; output: string; explain?: boolean; provider: string } & GkeCliOptions &
+  AzureFlags;
+
 export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
-  program
+  const command = program
     .command("plan")
-    .description("show what passlb would build for each LoadBalancer Service, and why")
+    .description("show what passlb — or GKE, or AKS — would build for each LoadBalancer Service, and why")
     .option(
       "-f, --filename <path>",
       "manifest file, directory (recursive) or - for stdin; repeatable",
@@ -31,25 +36,36 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       [],
     )
     .option("-o, --output <format>", "text, json or yaml", "text")
-    .option("--explain", "say in plain words why each backend is in or out")
-    .action(async (opts: { filename: string[]; output: string; explain?: boolean }) => {
-      const format = parseOutputFormat(opts.output);
-      if (!format) {
-        io.stderr(`error: --output must be text, json or yaml (got "${opts.output}")\n`);
-        return setExitCode(2);
-      }
-      const snapshot = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
-      if (!snapshot) return setExitCode(2);
-      const { plans, skipped } = planSnapshot(snapshot);
-      if (format === "text") io.stdout(renderPlansText(plans, skipped, { explain: opts.explain ?? false }));
-      else {
-        const doc = { services: plans, skipped };
-        io.stdout(
-          format === "json"
-            ? `${JSON.stringify(doc, null, 2)}\n`
-            : stringify(JSON.parse(JSON.stringify(doc))),
-        );
-      }
-      setExitCode(plans.some((p) => p.issues.some((i) => i.severity === "error")) ? 1 : 0);
-    });
+    .option(
+      "--explain",
+      "say in plain words why each backend is in or out (for a provider: the decision path)",
+    )
+    .option("--provider <name>", "whose load balancer to plan: passlb, gke or azure", "passlb");
+  addGkeOptions(command);
+  addAzureOptions(command);
+  command.action(async (opts: PlanFlags) => {
+    const format = parseOutputFormat(opts.output);
+    if (!format) {
+      io.stderr(`error: --output must be text, json or yaml (got "${opts.output}")\n`);
+      return setExitCode(2);
+    }
+    if (!["passlb", "gke", "azure"].includes(opts.provider)) {
+      io.stderr(`error: --provider must be passlb, gke or azure (got "${opts.provider}")\n`);
+      return setExitCode(2);
+    }
+    const snapshot = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
+    if (!snapshot) return setExitCode(2);
+    const view = { output: format, explain: opts.explain ?? false };
+    if (opts.provider === "gke") return setExitCode(runGke(snapshot, opts, view, io));
+    if (opts.provider === "azure") return setExitCode(runAzure(snapshot, opts, view, io));
+    const { plans, skipped } = planSnapshot(snapshot);
+    if (format === "text") io.stdout(renderPlansText(plans, skipped, view));
+    else {
+      const doc = { services: plans, skipped };
+      io.stdout(
+        format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : stringify(JSON.parse(JSON.stringify(doc))),
+      );
+    }
+    setExitCode(plans.some((p) => p.issues.some((i) => i.severity === "error")) ? 1 : 0);
+  });
 }

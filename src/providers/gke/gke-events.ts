@@ -7,7 +7,7 @@
  * eTP Local without ready pods, empty backends, and >250 ILB nodes without subsetting.
  * Decision events (class conflicts, finalizers, weighting) are raised where they are decided.
  */
-import { endpointsPerNode, mergeServiceEndpoints } from "../../endpoints/merge.ts";
+import { endpointCountsByNode } from "../../endpoints/merge.ts";
 import type { EndpointSlice } from "../../k8s/objects.ts";
 import type { Snapshot } from "../../k8s/snapshot.ts";
 import type { Family, GkeContext } from "./gke-context.ts";
@@ -29,7 +29,7 @@ export function syncEvents(
   const warn = (code: string, message: string) => out.push({ code, severity: "warning", subject, message });
   const local = service.spec.externalTrafficPolicy === "Local";
 
-  const perNode = endpointsPerNode(mergeServiceEndpoints(slices).ports);
+  const { perNode } = endpointCountsByNode(slices);
   const readyNodes = [...perNode.values()].filter((c) => c.ready > 0).length;
   if (local && readyNodes === 0)
     warn(

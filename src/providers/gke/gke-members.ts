@@ -6,7 +6,7 @@
  * decision with its reason. Endpoint counts are read from the EndpointSlices given.
  * Not modelled: multi-subnet NEGs (one default-subnet NEG per zone).
  */
-import { endpointsPerNode, mergeServiceEndpoints } from "../../endpoints/merge.ts";
+import { endpointCountsByNode } from "../../endpoints/merge.ts";
 import type { EndpointSlice, Node, Service } from "../../k8s/objects.ts";
 import type { ControllerChoice } from "./gke-controller-choice.ts";
 import {
@@ -136,8 +136,7 @@ export function planMembers(
   // GCE_VM_IP NEG paths (subsetting ILB, RBS NetLB with NEGs).
   const ilb = choice.path === "subsetting-ilb";
   const includeDrain = local && options.flags["enable-l4-neg-local-include-drain-nodes"];
-  const merged = mergeServiceEndpoints(slices).ports;
-  const hosting = new Map([...endpointsPerNode(merged)].filter(([, c]) => c.nonTerminating > 0));
+  const hosting = new Map([...endpointCountsByNode(slices).perNode].filter(([, c]) => c.nonTerminating > 0));
   const candidatesByZone = new Map<string, string[]>();
   const linkedZones = new Set<string>();
   const pending: { name: string; zone: string }[] = [];
