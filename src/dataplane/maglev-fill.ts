@@ -43,6 +43,12 @@ export function fillSlots(
     if (w > maxWeight) maxWeight = w;
   }
   const remaining = quotas(weight, size);
+  let quotaSum = 0;
+  for (const q of remaining) quotaSum += q;
+  if (quotaSum !== size) {
+    // A bug, not bad input: a wrong total would make a slot walk spin forever or leave holes.
+    throw new Error(`maglev: quotas sum to ${quotaSum}, expected ${size}`);
+  }
   const credit = new Float64Array(n).fill(Math.floor(maxWeight / 2));
 
   const claim = (i: number): void => {
