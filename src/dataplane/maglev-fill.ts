@@ -51,17 +51,7 @@ export function fillSlots(
   }
   const credit = new Float64Array(n).fill(Math.floor(maxWeight / 2));
 
-  const claim = (i: number): void => {
-    const step = skip[i]!;
-    let p = next[i]!;
-    while (slots[p] !== EMPTY) {
-      p += step;
-      if (p >= size) p -= size;
-    }
-    slots[p] = i;
-    p += step;
-    next[i] = p >= size ? p - size : p;
-  };
+  const lists: Lists = { slots, next, skip };
 
   let chosen = strategy;
   if (chosen === "auto") {
@@ -70,18 +60,41 @@ export function fillSlots(
     for (let i = 0; i < n; i++) rounds = Math.max(rounds, (remaining[i]! * maxWeight) / weight[i]!);
     chosen = rounds * n <= 16 * size ? "rounds" : "heap";
   }
-  if (chosen === "rounds") byRounds(n, weight, credit, remaining, maxWeight, claim);
-  else byHeap(n, weight, credit, remaining, maxWeight, claim);
+  if (chosen === "rounds") byRounds(lists, weight, credit, remaining, maxWeight);
+  else byHeap(lists, weight, credit, remaining, maxWeight);
+}
+
+/** The table being filled and each backend's walk along its preference list. */
+type Lists = {
+  readonly slots: Int32Array;
+  /** Next position on each backend's preference list: offset + j·skip mod M, advanced in place. */
+  readonly next: Uint32Array;
+  readonly skip: Uint32Array;
+};
+
+/** Backend i takes the first empty slot on its preference list. */
+function claim(lists: Lists, i: number): void {
+  const { slots, next, skip } = lists;
+  const size = slots.length;
+  const step = skip[i]!;
+  let p = next[i]!;
+  while (slots[p] !== EMPTY) {
+    p += step;
+    if (p >= size) p -= size;
+  }
+  slots[p] = i;
+  p += step;
+  next[i] = p >= size ? p - size : p;
 }
 
 function byRounds(
-  n: number,
+  lists: Lists,
   weight: Float64Array,
   credit: Float64Array,
   remaining: Int32Array,
   maxWeight: number,
-  claim: (i: number) => void,
 ): void {
+  const n = weight.length;
   const live = new Int32Array(n);
   for (let i = 0; i < n; i++) live[i] = i;
   let liveCount = n;
@@ -92,7 +105,7 @@ function byRounds(
       let c = credit[i]! + weight[i]!;
       if (c >= maxWeight) {
         c -= maxWeight;
-        claim(i);
+        claim(lists, i);
         remaining[i]!--;
       }
       credit[i] = c;
@@ -103,13 +116,13 @@ function byRounds(
 }
 
 function byHeap(
-  n: number,
+  lists: Lists,
   weight: Float64Array,
   credit: Float64Array,
   remaining: Int32Array,
   maxWeight: number,
-  claim: (i: number) => void,
 ): void {
+  const n = weight.length;
   const round = new Float64Array(n); // round of each backend's next turn
   const schedule = (i: number, now: number): void => {
     const w = weight[i]!;
@@ -127,7 +140,7 @@ function byHeap(
   for (let k = (n >>> 1) - 1; k >= 0; k--) siftDown(heap, heapSize, k, round);
   while (heapSize > 0) {
     const i = heap[0]!;
-    claim(i);
+    claim(lists, i);
     if (--remaining[i]! > 0) schedule(i, round[i]!);
     else heap[0] = heap[--heapSize]!;
     siftDown(heap, heapSize, 0, round);
