@@ -63,23 +63,30 @@ const cases: Case[] = [
 const quantile = (sorted: readonly number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 
-function measure({ size, backends }: Case): { ours: number[]; base: number[] } {
+type Samples = { wall: number[]; cpu: number[] };
+
+/** Wall time and this process's CPU time (user + system) of one call, in ms. */
+function timed(run: () => void, into: Samples): void {
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  run();
+  const t1 = performance.now();
+  const cpu = process.cpuUsage(cpu0);
+  into.wall.push(t1 - t0);
+  into.cpu.push((cpu.user + cpu.system) / 1000);
+}
+
+function measure({ size, backends }: Case): { ours: Samples; base: Samples } {
   const sortedNames = backends.map((b) => b.name).sort();
-  const ours: number[] = [];
-  const base: number[] = [];
+  const ours: Samples = { wall: [], cpu: [] };
+  const base: Samples = { wall: [], cpu: [] };
+  const scratch: Samples = { wall: [], cpu: [] };
   for (let r = 0; r < WARMUP + RUNS; r++) {
-    const t0 = performance.now();
-    maglevTable({ backends, size, seed: r });
-    const t1 = performance.now();
-    paperTable(sortedNames, size, r);
-    const t2 = performance.now();
-    if (r >= WARMUP) {
-      ours.push(t1 - t0);
-      base.push(t2 - t1);
-    }
+    const keep = r >= WARMUP;
+    timed(() => maglevTable({ backends, size, seed: r }), keep ? ours : scratch);
+    timed(() => paperTable(sortedNames, size, r), keep ? base : scratch);
   }
-  ours.sort((a, b) => a - b);
-  base.sort((a, b) => a - b);
+  for (const s of [ours.wall, ours.cpu, base.wall, base.cpu]) s.sort((a, b) => a - b);
   return { ours, base };
 }
 
@@ -106,15 +113,16 @@ console.log(
   `node ${process.version}, ${cpus()[0]?.model ?? "?"} × ${cpus().length}, load ${loadavg()[0]!.toFixed(2)}`,
 );
 console.log(`${RUNS} runs after ${WARMUP} warm-up, interleaved; ms; base = unweighted paper algorithm`);
+console.log("wall: median and p95 of elapsed time; cpu: median of this process's CPU time per build");
 console.log(
-  `${"case".padEnd(26)}${"min".padStart(7)}${"median".padStart(8)}${"p95".padStart(8)} |${"base min".padStart(9)}${"median".padStart(8)}${"p95".padStart(8)} | ratio med (min)`,
+  `${"case".padEnd(26)}${"median".padStart(7)}${"p95".padStart(7)}${"cpu".padStart(7)} |${"base".padStart(7)}${"p95".padStart(7)}${"cpu".padStart(7)} | ratio wall (cpu)`,
 );
 for (const c of cases) {
   const { ours, base } = measure(c);
-  const [oMin, oMed, oP95] = [ours[0]!, quantile(ours, 0.5), quantile(ours, 0.95)];
-  const [bMin, bMed, bP95] = [base[0]!, quantile(base, 0.5), quantile(base, 0.95)];
+  const o = [quantile(ours.wall, 0.5), quantile(ours.wall, 0.95), quantile(ours.cpu, 0.5)] as const;
+  const b = [quantile(base.wall, 0.5), quantile(base.wall, 0.95), quantile(base.cpu, 0.5)] as const;
   console.log(
-    `${c.label.padEnd(26)}${fmt(oMin)}${fmt(oMed, 8)}${fmt(oP95, 8)} |${fmt(bMin, 9)}${fmt(bMed, 8)}${fmt(bP95, 8)} | ${(oMed / bMed).toFixed(2)}× (${(oMin / bMin).toFixed(2)}×)`,
+    `${c.label.padEnd(26)}${o.map((x) => fmt(x)).join("")} |${b.map((x) => fmt(x)).join("")} | ${(o[0] / b[0]).toFixed(2)}× (${(o[2] / b[2]).toFixed(2)}×)`,
   );
 }
 console.log("table memory (bytes per table, measured / slots typed array):");

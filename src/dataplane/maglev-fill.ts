@@ -15,7 +15,7 @@
 // of length N, and the preference lists are walked incrementally (offset + j·skip mod M).
 
 import type { MaglevBackend } from "./maglev.ts";
-import { finalMix32, hashString } from "./maglev-hash.ts";
+import { finalMix32, murmur3, utf8Bytes } from "./maglev-hash.ts";
 
 export type FillStrategy = "auto" | "rounds" | "heap";
 
@@ -37,8 +37,9 @@ export function fillSlots(
   let maxWeight = 0;
   for (let i = 0; i < n; i++) {
     const { name, weight: w } = backends[i]!;
-    next[i] = hashString(name, seed) % size;
-    skip[i] = (hashString(name, skipSeed) % (size - 1)) + 1;
+    const bytes = utf8Bytes(name);
+    next[i] = murmur3(bytes, seed) % size;
+    skip[i] = (murmur3(bytes, skipSeed) % (size - 1)) + 1;
     weight[i] = w;
     if (w > maxWeight) maxWeight = w;
   }

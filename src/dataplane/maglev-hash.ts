@@ -57,6 +57,11 @@ export function finalMix32(value: number): number {
   return h >>> 0;
 }
 
+/** The UTF-8 bytes of `text` (lone surrogates become U+FFFD, as TextEncoder does). */
+export function utf8Bytes(text: string): Uint8Array {
+  return utf8.encode(text);
+}
+
 /** murmur3 over the UTF-8 bytes of `text`. */
 export function hashString(text: string, seed: number): number {
   return murmur3(utf8.encode(text), seed);
