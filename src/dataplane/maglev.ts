@@ -13,7 +13,7 @@
 //      when its credit reaches the largest weight (then pays that back), so turn frequency is
 //      proportional to weight, as in Katran's MaglevHashV2. A backend stops taking turns at
 //      its quota. Credits start at half the largest weight, so after r rounds a backend has
-//      had round(r·wᵢ/max w) turns.
+//      had about round(r·wᵢ/max w) turns. With equal weights this is the paper's table.
 // Backends are sorted by name first (code-unit order) and hashed with our own seeded murmur3
 // over UTF-8 bytes, so the table depends only on the input set, not its order, the process or
 // the host.
