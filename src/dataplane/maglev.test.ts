@@ -52,7 +52,10 @@ function survivorsMoved(before: MaglevTable, after: MaglevTable, removed: string
 // Unique backend names (arbitrary Unicode included) with weights 1..10.
 const weightedBackends = (maxN: number) =>
   fc.uniqueArray(
-    fc.record({ name: fc.string({ minLength: 1, maxLength: 12 }), weight: fc.integer({ min: 1, max: 10 }) }),
+    fc.record({
+      name: fc.string({ unit: "grapheme", minLength: 1, maxLength: 12 }),
+      weight: fc.integer({ min: 1, max: 10 }),
+    }),
     {
       minLength: 1,
       maxLength: maxN,
