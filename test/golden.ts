@@ -21,6 +21,7 @@ export function assertGolden(path: string, actual: unknown): void {
   } catch {
     assert.fail(`golden file ${path} is missing: run with UPDATE_GOLDEN=1 and review it`);
   }
-  if (typeof actual !== "string") assert.deepStrictEqual(JSON.parse(text), JSON.parse(expected), `differs from ${path}`);
+  if (typeof actual !== "string")
+    assert.deepStrictEqual(JSON.parse(text), JSON.parse(expected), `differs from ${path}`);
   assert.equal(text, expected, `output differs from ${path} (UPDATE_GOLDEN=1 rewrites it; review the diff)`);
 }
