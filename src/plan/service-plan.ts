@@ -18,9 +18,17 @@ import type { EndpointSlice, PasslbConfigSpec, Service } from "../k8s/objects.ts
 import { objectKey } from "../k8s/snapshot.ts";
 import { SOURCE_RANGES_ANNOTATION } from "../k8s/validate.ts";
 import { formatCidr, parseCidr } from "../net/ip.ts";
+import { azureListenerChecks, hasAzureProbeAnnotations, noLbRulePorts } from "./azure-listener-checks.ts";
 import { clusterHealthCheck, localHealthCheck } from "./health-checks.ts";
 import type { VipAssignment } from "./ipam.ts";
-import type { Backend, HealthCheck, Listener, LoadBalancerPlan, PlanIssue } from "./load-balancer-plan.ts";
+import {
+  type Backend,
+  type HealthCheck,
+  type Listener,
+  type LoadBalancerPlan,
+  listenerKey,
+  type PlanIssue,
+} from "./load-balancer-plan.ts";
 import type { NodeTable } from "./node-table.ts";
 import { nameHash, type SubsetCandidate, stableSubset, stableSubsetOfZones } from "./subset.ts";
 
@@ -49,13 +57,22 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
 
   const etp = svc.spec.externalTrafficPolicy ?? "Cluster";
   const families = input.vips.families;
-  const listeners: Listener[] = svc.spec.ports.map((p) => ({
-    name: p.name ?? "",
-    protocol: p.protocol,
-    port: p.port,
-    nodePort: p.nodePort ? p.nodePort : null,
-    targetPort: p.targetPort ?? p.port,
-  }));
+  const dropped = noLbRulePorts(svc);
+  for (const port of dropped)
+    issue(
+      "listener_skipped_no_lb_rule",
+      "info",
+      `port ${port}: service.beta.kubernetes.io/port_${port}_no_lb_rule is true, so passlb does not listen on it (as AKS)`,
+    );
+  const listeners: Listener[] = svc.spec.ports
+    .filter((p) => !dropped.has(p.port))
+    .map((p) => ({
+      name: p.name ?? "",
+      protocol: p.protocol,
+      port: p.port,
+      nodePort: p.nodePort ? p.nodePort : null,
+      targetPort: p.targetPort ?? p.port,
+    }));
 
   const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNode(input.slices);
   for (const f of findings) issue(f.code, "warning", f.message);
@@ -178,10 +195,23 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   }
 
   const healthChecks: HealthCheck[] = [];
+  const azure = hasAzureProbeAnnotations(svc);
   if (listeners.length > 0) {
     if (etp === "Local") {
       const hcnp = svc.spec.healthCheckNodePort || input.healthCheckNodePort;
       if (hcnp) healthChecks.push(localHealthCheck(listeners, hcnp, weighted));
+      if (azure)
+        issue(
+          "azure_probes_ignored_local",
+          "info",
+          "Azure probe annotations are ignored under externalTrafficPolicy Local: the healthCheckNodePort check gates every listener",
+        );
+    } else if (azure) {
+      const a = azureListenerChecks(svc, listeners);
+      for (const i of a.issues) issue(i.code, i.severity, i.message);
+      healthChecks.push(...a.checks);
+      const rest = listeners.filter((l) => a.fallback.includes(listenerKey(l)));
+      if (rest.length > 0) healthChecks.push(clusterHealthCheck(rest));
     } else healthChecks.push(clusterHealthCheck(listeners));
   }
   if (etp === "Local" && !svc.spec.healthCheckNodePort && input.healthCheckNodePort)
