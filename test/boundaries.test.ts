@@ -10,6 +10,7 @@ import { test } from "node:test";
 const PURE = ["src/k8s", "src/endpoints", "src/plan", "src/providers", "src/net"];
 const PURE_FILES = [
   /^src\/dataplane\/maglev[^/]*\.ts$/,
+  /^src\/dataplane\/forwarding-state[^/]*\.ts$/,
   /^src\/dataplane\/render\//,
   /^src\/health\/state[^/]*\.ts$/,
 ];
