@@ -1,0 +1,183 @@
+/**
+ * The desired endpoints of a selector Service: for each address type, for each port-map key,
+ * the endpoints its Pods should have (specs/endpointslice.md §1.3 step 2, §1.5, §1.6 "ports";
+ * upstream kubernetes/endpointslice reconciler.go `reconcileByAddressType`, utils.go
+ * `podToEndpoint`, `getEndpointPorts`, util/controller_utils.go `ShouldPodBeInEndpoints`,
+ * k8s.io/kubernetes pkg/api/v1/pod `FindPort`).
+ *
+ * It does not select Pods (the caller passes the Service's Pods) and does not pack slices.
+ * Inputs are treated as immutable: the endpoints of a Pod are memoised per Pod object (and
+ * reused only for the same Service and Node objects), so a sync after one Pod changed
+ * rebuilds one endpoint, not ten thousand. The memo never changes a result.
+ * A Pod on a Node that does not exist is skipped with a finding unless the Service publishes
+ * not-ready addresses, as upstream does.
+ */
+import type { Endpoint, EndpointPort, Node, Pod, Service } from "../k8s/objects.ts";
+import { canonicalIp } from "../net/ip.ts";
+import { endpointKey, portMapKey, sortPorts } from "./endpoint-set.ts";
+import type { AddressType } from "./service-slices.ts";
+import type { SliceFinding } from "./slice-writes.ts";
+
+export const ZONE_LABEL = "topology.kubernetes.io/zone";
+
+export interface PortGroup {
+  readonly ports: EndpointPort[];
+  /** identity key → endpoint, in Pod order */
+  readonly endpoints: Map<string, Endpoint>;
+}
+
+export interface DesiredEndpoints {
+  /** address type → port-map key → group; every key is present for every address type */
+  readonly byType: Map<AddressType, Map<string, PortGroup>>;
+  readonly findings: SliceFinding[];
+}
+
+const IPV4_CANONICAL = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+/** Canonical text of an IP, with a fast path for IPv4 already in canonical form. */
+export function canonicalAddress(ip: string): string {
+  return IPV4_CANONICAL.test(ip) ? ip : (canonicalIp(ip) ?? ip);
+}
+
+/** Whether the Pod is a candidate at all: not terminal and with an IP (terminating Pods stay). */
+export function shouldPodBeInEndpoints(pod: Pod): boolean {
+  const phase = pod.status.phase;
+  if (phase === "Succeeded" || phase === "Failed") return false;
+  return Boolean(pod.status.podIP) || (pod.status.podIPs?.length ?? 0) > 0;
+}
+
+/** The container port a Service port's named target resolves to on this Pod: same name and
+ * protocol, in containers, then in restartable (sidecar) init containers. */
+function findNamedPort(pod: Pod, name: string, protocol: string): number | undefined {
+  for (const c of pod.spec.containers)
+    for (const p of c.ports ?? []) if (p.name === name && p.protocol === protocol) return p.containerPort;
+  for (const c of pod.spec.initContainers ?? []) {
+    if (c.restartPolicy !== "Always") continue;
+    for (const p of c.ports ?? []) if (p.name === name && p.protocol === protocol) return p.containerPort;
+  }
+  return undefined;
+}
+
+/** The endpoint ports of a Pod for the Service; a port whose named target does not resolve is left out. */
+export function endpointPorts(service: Service, pod: Pod): EndpointPort[] {
+  const out: EndpointPort[] = [];
+  for (const sp of service.spec.ports) {
+    const target = sp.targetPort ?? sp.port;
+    const port = typeof target === "number" ? target : findNamedPort(pod, target, sp.protocol);
+    if (port === undefined) continue;
+    const ep: EndpointPort = { name: sp.name ?? "", port, protocol: sp.protocol };
+    if (sp.appProtocol !== undefined) ep.appProtocol = sp.appProtocol;
+    out.push(ep);
+  }
+  return sortPorts(out);
+}
+
+const isPodReady = (pod: Pod): boolean =>
+  (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+
+/** The endpoint of a Pod for one address type (its addresses may be empty). */
+export function podToEndpoint(
+  pod: Pod,
+  node: Node | undefined,
+  service: Service,
+  addressType: AddressType,
+): Endpoint {
+  const addresses: string[] = [];
+  for (const { ip } of pod.status.podIPs ?? [])
+    if (ip.includes(":") === (addressType === "IPv6")) addresses.push(canonicalAddress(ip));
+  const serving = isPodReady(pod);
+  const terminating = Boolean(pod.metadata.deletionTimestamp);
+  const ready = service.spec.publishNotReadyAddresses === true || (serving && !terminating);
+  const ep: Endpoint = {
+    addresses,
+    conditions: { ready, serving, terminating },
+    targetRef: {
+      kind: "Pod",
+      namespace: pod.metadata.namespace ?? "default",
+      name: pod.metadata.name ?? "",
+      uid: pod.metadata.uid ?? "",
+    },
+  };
+  if (pod.spec.nodeName) ep.nodeName = pod.spec.nodeName;
+  const zone = node?.metadata.labels?.[ZONE_LABEL];
+  if (zone) ep.zone = zone;
+  if (
+    pod.spec.hostname &&
+    pod.spec.subdomain === service.metadata.name &&
+    (pod.metadata.namespace ?? "default") === (service.metadata.namespace ?? "default")
+  )
+    ep.hostname = pod.spec.hostname;
+  return ep;
+}
+
+interface PodMemo {
+  readonly service: Service;
+  readonly node: Node | undefined;
+  readonly types: readonly AddressType[];
+  readonly ports: EndpointPort[];
+  readonly key: string;
+  /** per address type (same order as `types`): identity key and endpoint, or undefined */
+  readonly endpoints: readonly ({ readonly id: string; readonly ep: Endpoint } | undefined)[];
+}
+const memo = new WeakMap<Pod, PodMemo>();
+
+function sameTypes(a: readonly AddressType[], b: readonly AddressType[]): boolean {
+  return a === b || (a.length === b.length && a.every((t, i) => t === b[i]));
+}
+
+const hasNamedTarget = (service: Service) => service.spec.ports.some((p) => typeof p.targetPort === "string");
+
+export function desiredEndpoints(
+  service: Service,
+  pods: readonly Pod[],
+  nodes: ReadonlyMap<string, Node>,
+  addressTypes: readonly AddressType[],
+): DesiredEndpoints {
+  const byType = new Map<AddressType, Map<string, PortGroup>>();
+  for (const t of addressTypes) byType.set(t, new Map());
+  const findings: SliceFinding[] = [];
+  const subject = `Service ${service.metadata.namespace ?? "default"}/${service.metadata.name ?? ""}`;
+  // Without named targets every Pod has the same ports: compute them once.
+  const shared = hasNamedTarget(service) ? undefined : endpointPorts(service, pods[0] ?? emptyPod);
+  const sharedKey = shared ? portMapKey(shared) : "";
+  const maps = [...byType.values()];
+  for (const pod of pods) {
+    if (!shouldPodBeInEndpoints(pod)) continue;
+    const node = nodes.get(pod.spec.nodeName ?? "");
+    let m = memo.get(pod);
+    if (!m || m.service !== service || m.node !== node || !sameTypes(m.types, addressTypes)) {
+      const ports = shared ?? endpointPorts(service, pod);
+      const endpoints = addressTypes.map((t) => {
+        const ep = podToEndpoint(pod, node, service, t);
+        return ep.addresses.length > 0 ? { id: endpointKey(ep), ep } : undefined;
+      });
+      m = { service, node, types: addressTypes, ports, key: shared ? sharedKey : portMapKey(ports), endpoints };
+      memo.set(pod, m);
+    }
+    const groups: PortGroup[] = [];
+    for (const map of maps) {
+      let group = map.get(m.key);
+      if (!group) {
+        group = { ports: m.ports, endpoints: new Map() };
+        map.set(m.key, group);
+      }
+      groups.push(group);
+    }
+    if (!node && service.spec.publishNotReadyAddresses !== true) {
+      findings.push({
+        code: "endpointslice_pod_node_missing",
+        severity: "warning",
+        subject,
+        message: `Pod ${pod.metadata.namespace}/${pod.metadata.name} is left out: its Node "${pod.spec.nodeName ?? ""}" does not exist (the controller retries the Service)`,
+      });
+      continue;
+    }
+    for (let i = 0; i < groups.length; i++) {
+      const e = m.endpoints[i];
+      if (e) groups[i]!.endpoints.set(e.id, e.ep);
+    }
+  }
+  return { byType, findings };
+}
+
+const emptyPod: Pod = { apiVersion: "v1", kind: "Pod", metadata: {}, spec: { containers: [] }, status: {} };
