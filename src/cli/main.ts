@@ -4,6 +4,7 @@
  * own file and receives its I/O as arguments.
  */
 import { Command, CommanderError } from "commander";
+import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
 
@@ -14,6 +15,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
+  registerEndpointSlicesCommand(program, io, setExitCode);
   return program;
 }
 
