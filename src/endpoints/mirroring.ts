@@ -28,6 +28,7 @@ import {
   SKIP_MIRROR_LABEL,
   TRIGGER_TIME_ANNOTATION,
 } from "./service-slices.ts";
+import { sliceWriteFindings } from "./slice-validation.ts";
 import type { SliceFinding, SliceWrites } from "./slice-writes.ts";
 
 export const DEFAULT_MAX_ENDPOINTS_PER_SUBSET = 1000;
@@ -246,5 +247,6 @@ export function mirrorEndpoints(
     del.splice(i, 1);
   }
   if (endpoints.metadata.deletionTimestamp) create = [];
+  findings.push(...sliceWriteFindings(subject, [...create, ...update]));
   return { create, update, delete: del, findings };
 }

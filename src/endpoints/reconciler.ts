@@ -29,6 +29,7 @@ import {
   TRIGGER_TIME_ANNOTATION,
 } from "./service-slices.ts";
 import { reconcileHints, usesTopologyCache } from "./slice-hints.ts";
+import { sliceWriteFindings } from "./slice-validation.ts";
 import type { SliceFinding, SliceWrites } from "./slice-writes.ts";
 
 export const DEFAULT_MAX_ENDPOINTS_PER_SLICE = 100;
@@ -200,5 +201,6 @@ export function reconcileService(input: ReconcileInput, options: ReconcileOption
   }
   // Slices of a type the Service does not serve (including legacy ones) go last, never recycled.
   out.delete.push(...existing.filter((s) => !types.includes(s.addressType as AddressType)));
+  findings.push(...sliceWriteFindings(subject, [...out.create, ...out.update]));
   return { ...out, findings };
 }

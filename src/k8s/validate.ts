@@ -5,7 +5,7 @@
  *
  * Each function returns every problem it finds, each with a field path; it never throws.
  */
-import { parseCidr, parseIp, parseIpRange } from "../net/ip.ts";
+import { isSpecialPurposeEndpointIp, parseCidr, parseIp, parseIpRange } from "../net/ip.ts";
 import { dns1035Label, dns1123Label, dns1123Subdomain, ianaServiceName, qualifiedName } from "./names.ts";
 import type { EndpointSlice, Endpoints, Node, PasslbConfigSpec, Pod, Service } from "./objects.ts";
 
@@ -194,6 +194,11 @@ export function validateEndpointSlice(slice: EndpointSlice): FieldProblem[] {
       const ip = parseIp(a);
       if (!ip || ip.family !== slice.addressType)
         add(["endpoints", i, "addresses", j], `"${a}" is not a valid ${slice.addressType} address`);
+      else if (isSpecialPurposeEndpointIp(ip))
+        add(
+          ["endpoints", i, "addresses", j],
+          `"${a}" may not be unspecified, loopback, link-local or link-local multicast (ValidateEndpointIP)`,
+        );
     });
     if (ep.hostname) {
       const e = dns1123Label(ep.hostname);
