@@ -151,7 +151,14 @@ export function desiredEndpoints(
         const ep = podToEndpoint(pod, node, service, t);
         return ep.addresses.length > 0 ? { id: endpointKey(ep), ep } : undefined;
       });
-      m = { service, node, types: addressTypes, ports, key: shared ? sharedKey : portMapKey(ports), endpoints };
+      m = {
+        service,
+        node,
+        types: addressTypes,
+        ports,
+        key: shared ? sharedKey : portMapKey(ports),
+        endpoints,
+      };
       memo.set(pod, m);
     }
     const groups: PortGroup[] = [];

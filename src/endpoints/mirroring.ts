@@ -64,11 +64,13 @@ export function mirroredSlicesOf(namespace: string, name: string, slices: readon
 /** Why an Endpoints object is not mirrored, or undefined when it is. */
 export function mirrorSkipReason(endpoints: Endpoints | undefined, service: Service | undefined) {
   if (!endpoints) return "the Endpoints object does not exist";
-  if (endpoints.metadata.labels?.[SKIP_MIRROR_LABEL] === "true") return `it is labelled ${SKIP_MIRROR_LABEL}=true`;
+  if (endpoints.metadata.labels?.[SKIP_MIRROR_LABEL] === "true")
+    return `it is labelled ${SKIP_MIRROR_LABEL}=true`;
   if (endpoints.metadata.annotations?.[LEADER_ANNOTATION] !== undefined)
     return `it carries the leader-election annotation ${LEADER_ANNOTATION}`;
   if (!service) return "no Service of that name exists";
-  if (service.spec.selector != null) return "its Service has a selector (the EndpointSlice controller serves it)";
+  if (service.spec.selector != null)
+    return "its Service has a selector (the EndpointSlice controller serves it)";
   return undefined;
 }
 
@@ -79,7 +81,10 @@ function mirroredAnnotations(endpoints: Endpoints): Record<string, string> {
   return out;
 }
 
-function sameRecord(a: Record<string, string> | null | undefined, b: Record<string, string> | null | undefined) {
+function sameRecord(
+  a: Record<string, string> | null | undefined,
+  b: Record<string, string> | null | undefined,
+) {
   const x = Object.entries(a ?? {});
   const y = b ?? {};
   return x.length === Object.keys(y).length && x.every(([k, v]) => y[k] === v);

@@ -72,7 +72,12 @@ export function packSlices(input: PackInput): PackResult {
     }
     if (changed || kept.length !== existingEndpoints.length) {
       if (kept.length === 0) del.push(slice);
-      else update.push({ ...slice, metadata: { ...slice.metadata, labels: sliceLabels(service) }, endpoints: kept });
+      else
+        update.push({
+          ...slice,
+          metadata: { ...slice.metadata, labels: sliceLabels(service) },
+          endpoints: kept,
+        });
     } else if (labelsChanged(slice, service)) {
       update.push({ ...slice, metadata: { ...slice.metadata, labels: sliceLabels(service) } });
     } else unchanged.push(slice);

@@ -57,7 +57,10 @@ export function repackSubsets(subsets: Endpoints["subsets"]): RepackedSubset[] {
   // Regroup ports by identical (address, readiness) sets.
   const groups = new Map<string, { ports: SubsetPort[]; ready: Map<string, boolean> }>();
   for (const { port, ready } of byPort.values()) {
-    const setKey = [...ready].map(([k, r]) => `${k}\u0000${r}`).sort().join("\u0001");
+    const setKey = [...ready]
+      .map(([k, r]) => `${k}\u0000${r}`)
+      .sort()
+      .join("\u0001");
     let group = groups.get(setKey);
     if (!group) {
       group = { ports: [], ready };

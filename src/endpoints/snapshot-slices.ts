@@ -13,7 +13,7 @@
 import type { EndpointSlice, Endpoints, Node, Pod, Service } from "../k8s/objects.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { deterministicSliceNames } from "./generated-name.ts";
-import { mirroredSlicesOf, mirrorEndpoints } from "./mirroring.ts";
+import { mirrorEndpoints, mirroredSlicesOf } from "./mirroring.ts";
 import { type ReconcileOptions, reconcileService } from "./reconciler.ts";
 import { SERVICE_NAME_LABEL } from "./service-slices.ts";
 import { applySliceWrites, type SliceFinding, type SliceWrites } from "./slice-writes.ts";
@@ -80,7 +80,13 @@ export function mirrorSnapshot(
   return [...endpoints.keys()].sort().map((k) => {
     const [namespace = "default", name = ""] = k.split("/");
     const r = mirrorEndpoints(
-      { endpoints: endpoints.get(k), service: services.get(k), slices: snapshot.endpointSlices, namespace, name },
+      {
+        endpoints: endpoints.get(k),
+        service: services.get(k),
+        slices: snapshot.endpointSlices,
+        namespace,
+        name,
+      },
       options,
     );
     return { service: k, ...r };
@@ -118,6 +124,10 @@ export function slicesForSnapshot(
     findings.push(...result.findings);
     create.push(...result.create);
   }
-  const endpointSlices = applySliceWrites(snapshot.endpointSlices, { create, update: [], delete: [] }, nameFor);
+  const endpointSlices = applySliceWrites(
+    snapshot.endpointSlices,
+    { create, update: [], delete: [] },
+    nameFor,
+  );
   return { endpointSlices, findings };
 }
