@@ -7,7 +7,6 @@
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
-import type { EndpointSlice } from "../k8s/objects.ts";
 import { proxyView } from "../endpoints/proxy-view.ts";
 import { DEFAULT_MAX_ENDPOINTS_PER_SLICE } from "../endpoints/reconciler.ts";
 import type { SliceFinding } from "../endpoints/slice-writes.ts";
@@ -17,6 +16,7 @@ import {
   type ServiceSliceWrites,
   slicesForSnapshot,
 } from "../endpoints/snapshot-slices.ts";
+import type { EndpointSlice } from "../k8s/objects.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -99,7 +99,9 @@ export function registerEndpointSlicesCommand(
       const fmt = format(opts.output, io);
       const max = Number(opts.maxEndpointsPerSlice);
       if (!/^[0-9]+$/.test(opts.maxEndpointsPerSlice) || max < 1 || max > 1000) {
-        io.stderr(`error: --max-endpoints-per-slice must be an integer from 1 to 1000 (got "${opts.maxEndpointsPerSlice}")\n`);
+        io.stderr(
+          `error: --max-endpoints-per-slice must be an integer from 1 to 1000 (got "${opts.maxEndpointsPerSlice}")\n`,
+        );
         return setExitCode(2);
       }
       if (!fmt) return setExitCode(2);
@@ -113,16 +115,17 @@ export function registerEndpointSlicesCommand(
       setExitCode(hasError(results.flatMap((r) => r.findings)) ? 1 : 0);
     });
 
-  addCommon(group.command("mirror").description("the mirroring controller's writes for every Endpoints object"))
-    .action(async (opts: CommonOptions) => {
-      const fmt = format(opts.output, io);
-      if (!fmt) return setExitCode(2);
-      const snapshot = await loadSnapshot(opts.filename, io, { quiet: fmt !== "text" });
-      if (!snapshot) return setExitCode(2);
-      const results = mirrorSnapshot(snapshot);
-      io.stdout(fmt === "text" ? writesText(results) : render({ services: results }, fmt));
-      setExitCode(hasError(results.flatMap((r) => r.findings)) ? 1 : 0);
-    });
+  addCommon(
+    group.command("mirror").description("the mirroring controller's writes for every Endpoints object"),
+  ).action(async (opts: CommonOptions) => {
+    const fmt = format(opts.output, io);
+    if (!fmt) return setExitCode(2);
+    const snapshot = await loadSnapshot(opts.filename, io, { quiet: fmt !== "text" });
+    if (!snapshot) return setExitCode(2);
+    const results = mirrorSnapshot(snapshot);
+    io.stdout(fmt === "text" ? writesText(results) : render({ services: results }, fmt));
+    setExitCode(hasError(results.flatMap((r) => r.findings)) ? 1 : 0);
+  });
 
   addCommon(
     group
