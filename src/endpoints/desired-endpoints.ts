@@ -14,7 +14,8 @@
  */
 import type { Endpoint, EndpointPort, Node, Pod, Service } from "../k8s/objects.ts";
 import { canonicalIp } from "../net/ip.ts";
-import { endpointKey, portMapKey, sortPorts } from "./endpoint-set.ts";
+import { type DesiredEntry, type DesiredSet, desiredEntry, indexDesired } from "./desired-index.ts";
+import { portMapKey, sortPorts } from "./endpoint-set.ts";
 import type { AddressType } from "./service-slices.ts";
 import type { SliceFinding } from "./slice-writes.ts";
 
@@ -22,8 +23,8 @@ export const ZONE_LABEL = "topology.kubernetes.io/zone";
 
 export interface PortGroup {
   readonly ports: EndpointPort[];
-  /** identity key → endpoint, in Pod order */
-  readonly endpoints: Map<string, Endpoint>;
+  /** the desired endpoints, in Pod order */
+  readonly desired: DesiredSet;
 }
 
 export interface DesiredEndpoints {
@@ -112,12 +113,14 @@ export function podToEndpoint(
 
 interface PodMemo {
   readonly service: Service;
+  /** the Node map the Node was looked up in: the same map means the same Node */
+  readonly nodes: ReadonlyMap<string, Node>;
   readonly node: Node | undefined;
   readonly types: readonly AddressType[];
   readonly ports: EndpointPort[];
   readonly key: string;
-  /** per address type (same order as `types`): identity key and endpoint, or undefined */
-  readonly endpoints: readonly ({ readonly id: string; readonly ep: Endpoint } | undefined)[];
+  /** per address type (same order as `types`): the entry, or undefined without an address */
+  readonly endpoints: readonly (DesiredEntry | undefined)[];
 }
 const memo = new WeakMap<Pod, PodMemo>();
 
@@ -133,26 +136,30 @@ export function desiredEndpoints(
   nodes: ReadonlyMap<string, Node>,
   addressTypes: readonly AddressType[],
 ): DesiredEndpoints {
-  const byType = new Map<AddressType, Map<string, PortGroup>>();
-  for (const t of addressTypes) byType.set(t, new Map());
+  const collected = addressTypes.map(
+    () => new Map<string, { ports: EndpointPort[]; entries: DesiredEntry[] }>(),
+  );
+  const token = {};
   const findings: SliceFinding[] = [];
   const subject = `Service ${service.metadata.namespace ?? "default"}/${service.metadata.name ?? ""}`;
   // Without named targets every Pod has the same ports: compute them once.
   const shared = hasNamedTarget(service) ? undefined : endpointPorts(service, pods[0] ?? emptyPod);
   const sharedKey = shared ? portMapKey(shared) : "";
-  const maps = [...byType.values()];
+  let lastKey: string | undefined;
+  let lastGroups: DesiredEntry[][] = [];
   for (const pod of pods) {
     if (!shouldPodBeInEndpoints(pod)) continue;
-    const node = nodes.get(pod.spec.nodeName ?? "");
     let m = memo.get(pod);
+    const node = m && m.nodes === nodes ? m.node : nodes.get(pod.spec.nodeName ?? "");
     if (!m || m.service !== service || m.node !== node || !sameTypes(m.types, addressTypes)) {
       const ports = shared ?? endpointPorts(service, pod);
       const endpoints = addressTypes.map((t) => {
         const ep = podToEndpoint(pod, node, service, t);
-        return ep.addresses.length > 0 ? { id: endpointKey(ep), ep } : undefined;
+        return ep.addresses.length > 0 ? desiredEntry(ep) : undefined;
       });
       m = {
         service,
+        nodes,
         node,
         types: addressTypes,
         ports,
@@ -161,15 +168,18 @@ export function desiredEndpoints(
       };
       memo.set(pod, m);
     }
-    const groups: PortGroup[] = [];
-    for (const map of maps) {
-      let group = map.get(m.key);
-      if (!group) {
-        group = { ports: m.ports, endpoints: new Map() };
-        map.set(m.key, group);
-      }
-      groups.push(group);
+    if (m.key !== lastKey) {
+      lastGroups = collected.map((map) => {
+        let group = map.get(m!.key);
+        if (!group) {
+          group = { ports: m!.ports, entries: [] };
+          map.set(m!.key, group);
+        }
+        return group.entries;
+      });
+      lastKey = m.key;
     }
+    const groups = lastGroups;
     if (!node && service.spec.publishNotReadyAddresses !== true) {
       findings.push({
         code: "endpointslice_pod_node_missing",
@@ -181,9 +191,19 @@ export function desiredEndpoints(
     }
     for (let i = 0; i < groups.length; i++) {
       const e = m.endpoints[i];
-      if (e) groups[i]!.endpoints.set(e.id, e.ep);
+      if (e && e.seen !== token) {
+        e.seen = token;
+        groups[i]!.push(e);
+      }
     }
   }
+  const byType = new Map<AddressType, Map<string, PortGroup>>();
+  addressTypes.forEach((t, i) => {
+    const groups = new Map<string, PortGroup>();
+    for (const [key, g] of collected[i]!)
+      groups.set(key, { ports: g.ports, desired: indexDesired(service, `${t}|${key}`, g.entries, token) });
+    byType.set(t, groups);
+  });
   return { byType, findings };
 }
 

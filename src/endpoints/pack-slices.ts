@@ -15,6 +15,7 @@
  * and ties go to the earlier slice, so the result is deterministic.
  */
 import type { Endpoint, EndpointPort, EndpointSlice, Service } from "../k8s/objects.ts";
+import { type DesiredSet, entryOf } from "./desired-index.ts";
 import { endpointKey, endpointsEqualBeyondHash } from "./endpoint-set.ts";
 import { type AddressType, labelsChanged, newServiceSlice, sliceLabels } from "./service-slices.ts";
 
@@ -31,8 +32,8 @@ export interface PackInput {
   readonly ports: EndpointPort[];
   /** owned existing slices with this port-map key, in a stable order */
   readonly existing: readonly EndpointSlice[];
-  /** desired endpoints by identity; consumed */
-  readonly desired: Map<string, Endpoint>;
+  /** the desired endpoints of this group */
+  readonly desired: DesiredSet;
   readonly maxEndpointsPerSlice: number;
 }
 
@@ -51,7 +52,9 @@ class Remaining {
 }
 
 export function packSlices(input: PackInput): PackResult {
-  const { service, desired, maxEndpointsPerSlice: max } = input;
+  const { service, maxEndpointsPerSlice: max } = input;
+  const { byId, entries } = input.desired;
+  const placed = {}; // marks entries already kept in a slice during this call
   const create: EndpointSlice[] = [];
   const update: EndpointSlice[] = [];
   const del: EndpointSlice[] = [];
@@ -63,12 +66,14 @@ export function packSlices(input: PackInput): PackResult {
     const kept: Endpoint[] = [];
     let changed = false;
     for (const ep of existingEndpoints) {
-      const key = endpointKey(ep);
-      const want = desired.get(key);
-      if (!want) continue;
+      // Fast path: the endpoint object is the desired one itself (an unchanged Pod's).
+      const own = entryOf(ep);
+      const entry = own && input.desired.has(own) ? own : byId.get(endpointKey(ep));
+      if (!entry || entry.placed === placed) continue; // no longer desired, or a duplicate
+      entry.placed = placed;
+      const want = entry.ep;
       kept.push(want);
       if (!changed && want !== ep && !endpointsEqualBeyondHash(want, ep)) changed = true;
-      desired.delete(key);
     }
     if (changed || kept.length !== existingEndpoints.length) {
       if (kept.length === 0) del.push(slice);
@@ -83,7 +88,7 @@ export function packSlices(input: PackInput): PackResult {
     } else unchanged.push(slice);
   }
 
-  const remaining = new Remaining([...desired.values()]);
+  const remaining = new Remaining(entries.filter((e) => e.placed !== placed).map((e) => e.ep));
   // Step 2: fill the slices being updated anyway, fullest first (stable on ties).
   if (remaining.size > 0 && update.length > 0) {
     const byFullness = update

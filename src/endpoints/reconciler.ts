@@ -128,7 +128,7 @@ function reconcileType(
       addressType: type,
       ports: group.ports,
       existing: owned.get(key) ?? [],
-      desired: group.endpoints,
+      desired: group.desired,
       maxEndpointsPerSlice: max,
     });
     create.push(...r.create);

@@ -76,6 +76,8 @@ function withHints(slice: EndpointSlice, h: Heuristic, stripping: boolean): Endp
   return changed ? { ...slice, endpoints } : slice;
 }
 
+const hintsVerified = new WeakMap<EndpointSlice, string>();
+
 export function reconcileHints(
   service: Service,
   preferSame: boolean,
@@ -86,10 +88,18 @@ export function reconcileHints(
   const stripping = !(td === "PreferClose" || (preferSame && td !== undefined));
   const unchanged: EndpointSlice[] = [];
   const update = slices.update.map((s) => withHints(s, h, stripping));
+  const mode = `${stripping ? "strip" : (td ?? "")}/${preferSame}`;
   for (const s of slices.unchanged) {
+    // A slice object never changes, so "its hints are right under this mode" is remembered.
+    if (hintsVerified.get(s) === mode) {
+      unchanged.push(s);
+      continue;
+    }
     const fixed = withHints(s, h, stripping);
-    if (fixed === s) unchanged.push(s);
-    else update.push(fixed);
+    if (fixed === s) {
+      hintsVerified.set(s, mode);
+      unchanged.push(s);
+    } else update.push(fixed);
   }
   return { create: slices.create.map((s) => withHints(s, h, stripping)), update, unchanged };
 }
