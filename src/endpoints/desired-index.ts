@@ -30,17 +30,20 @@ export interface DesiredSet {
   readonly has: (entry: DesiredEntry) => boolean;
 }
 
-const entries = new WeakMap<Endpoint, DesiredEntry>();
+/** A hidden (non-enumerable, symbol-keyed) link from an endpoint we built to its entry: a
+ * property load instead of a WeakMap lookup per endpoint. JSON, YAML and deep equality
+ * ignore it. Only endpoints created here carry it; input objects are never touched. */
+const ENTRY = Symbol("passlb.desiredEntry");
 
-/** The entry for a freshly built endpoint (remembered, so the endpoint object leads back to it). */
+/** The entry for a freshly built endpoint, linked from the endpoint object. */
 export function desiredEntry(ep: Endpoint): DesiredEntry {
   const entry: DesiredEntry = { id: endpointKey(ep), ep };
-  entries.set(ep, entry);
+  Object.defineProperty(ep, ENTRY, { value: entry });
   return entry;
 }
 
 /** The entry an endpoint object was built as, if it was built by `desiredEntry`. */
-export const entryOf = (ep: Endpoint): DesiredEntry | undefined => entries.get(ep);
+export const entryOf = (ep: Endpoint): DesiredEntry | undefined => (ep as { [ENTRY]?: DesiredEntry })[ENTRY];
 
 const cache = new WeakMap<
   object,
@@ -50,6 +53,24 @@ const cache = new WeakMap<
 /** Keeps the last entry of each identity (a set insert replaces), in first-seen order. */
 function dedupe(entries: DesiredEntry[], byId: ReadonlyMap<string, DesiredEntry>): DesiredEntry[] {
   return byId.size === entries.length ? entries : entries.filter((e) => byId.get(e.id) === e);
+}
+
+/** When the entry list changed only at a few positions (the usual sync), patches the index
+ * from those positions alone, comparing array slots without touching the entries. */
+function patchInPlace(
+  before: readonly DesiredEntry[],
+  after: readonly DesiredEntry[],
+  byId: Map<string, DesiredEntry>,
+): boolean {
+  const changed: number[] = [];
+  for (let i = 0; i < after.length; i++) if (before[i] !== after[i] && changed.push(i) > 16) return false;
+  const added = new Set(changed.map((i) => after[i]!));
+  for (const i of changed) {
+    const gone = before[i]!;
+    if (!added.has(gone) && byId.get(gone.id) === gone) byId.delete(gone.id);
+  }
+  for (const e of added) byId.set(e.id, e);
+  return true;
 }
 
 /**
@@ -70,6 +91,11 @@ export function indexDesired(
   const previous = slots.get(group);
   let byId: Map<string, DesiredEntry>;
   if (!previous || previous.entries.length === 0) byId = new Map(entries.map((e) => [e.id, e]));
+  else if (
+    previous.entries.length === entries.length &&
+    patchInPlace(previous.entries, entries, previous.byId)
+  )
+    byId = previous.byId;
   else {
     byId = previous.byId;
     const old = {};
