@@ -17,7 +17,12 @@ const ext: Endpoints = {
 
 const snapshot = (slices: EndpointSlice[] = []): Snapshot => ({
   ...emptySnapshot(),
-  services: [service("web"), service("ext", (s) => void (s.spec.selector = null))],
+  services: [
+    service("web"),
+    service("ext", (s) => {
+      s.spec.selector = null;
+    }),
+  ],
   pods: [pod(0, "web", undefined, 1), pod(1, "web", undefined, 1), pod(2, "other", undefined, 1)],
   nodes: [node("node-0", "zone-a")],
   endpoints: [ext],
@@ -66,13 +71,17 @@ test("selectors match labels in the Service's namespace; an empty selector match
   const pods = [
     pod(0, "web"),
     pod(1, "other"),
-    pod(2, "web", (p) => void (p.metadata.namespace = "elsewhere")),
+    pod(2, "web", (p) => {
+      p.metadata.namespace = "elsewhere";
+    }),
   ];
   assert.deepEqual(
     selectPods(service("web"), pods).map((p) => p.metadata.name),
     ["web-0"],
   );
-  const all = service("web", (s) => void (s.spec.selector = {}));
+  const all = service("web", (s) => {
+    s.spec.selector = {};
+  });
   assert.deepEqual(
     selectPods(all, pods).map((p) => p.metadata.name),
     ["web-0", "other-1"],
