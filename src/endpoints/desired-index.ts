@@ -11,7 +11,7 @@
  * cache, only the time they take.
  */
 import type { Endpoint } from "../k8s/objects.ts";
-import { endpointKey } from "./endpoint-set.ts";
+import { endpointIdentity } from "./endpoint-set.ts";
 
 export interface DesiredEntry {
   readonly id: string;
@@ -37,7 +37,7 @@ const ENTRY = Symbol("passlb.desiredEntry");
 
 /** The entry for a freshly built endpoint, linked from the endpoint object. */
 export function desiredEntry(ep: Endpoint): DesiredEntry {
-  const entry: DesiredEntry = { id: endpointKey(ep), ep };
+  const entry: DesiredEntry = { id: endpointIdentity(ep), ep };
   Object.defineProperty(ep, ENTRY, { value: entry });
   return entry;
 }

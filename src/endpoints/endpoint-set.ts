@@ -20,12 +20,13 @@ const keys = new WeakMap<Endpoint, string>();
 export function endpointKey(ep: Endpoint): string {
   const known = keys.get(ep);
   if (known !== undefined) return known;
-  const key = computeKey(ep);
+  const key = endpointIdentity(ep);
   keys.set(ep, key);
   return key;
 }
 
-function computeKey(ep: Endpoint): string {
+/** The identity, computed afresh (for endpoints built once and never looked up again by object). */
+export function endpointIdentity(ep: Endpoint): string {
   const addresses = ep.addresses.length === 1 ? (ep.addresses[0] ?? "") : [...ep.addresses].sort().join(",");
   const ref = ep.targetRef;
   return `${addresses}|${ep.hostname ?? ""}|${ref?.namespace ?? ""}/${ref?.name ?? ""}`;

@@ -55,6 +55,7 @@ export function packSlices(input: PackInput): PackResult {
   const { service, maxEndpointsPerSlice: max } = input;
   const { byId, entries } = input.desired;
   const placed = {}; // marks entries already kept in a slice during this call
+  let placedCount = 0;
   const create: EndpointSlice[] = [];
   const update: EndpointSlice[] = [];
   const del: EndpointSlice[] = [];
@@ -68,9 +69,10 @@ export function packSlices(input: PackInput): PackResult {
     for (const ep of existingEndpoints) {
       // Fast path: the endpoint object is the desired one itself (an unchanged Pod's).
       const own = entryOf(ep);
-      const entry = own && input.desired.has(own) ? own : byId.get(endpointKey(ep));
+      const entry = own ? (input.desired.has(own) ? own : byId.get(own.id)) : byId.get(endpointKey(ep));
       if (!entry || entry.placed === placed) continue; // no longer desired, or a duplicate
       entry.placed = placed;
+      placedCount++;
       const want = entry.ep;
       kept.push(want);
       if (!changed && want !== ep && !endpointsEqualBeyondHash(want, ep)) changed = true;
@@ -88,7 +90,9 @@ export function packSlices(input: PackInput): PackResult {
     } else unchanged.push(slice);
   }
 
-  const remaining = new Remaining(entries.filter((e) => e.placed !== placed).map((e) => e.ep));
+  const remaining = new Remaining(
+    placedCount === entries.length ? [] : entries.filter((e) => e.placed !== placed).map((e) => e.ep),
+  );
   // Step 2: fill the slices being updated anyway, fullest first (stable on ties).
   if (remaining.size > 0 && update.length > 0) {
     const byFullness = update
