@@ -137,3 +137,34 @@ test("mirroring never drops an address under the cap, and a second sync writes n
     RUNS,
   );
 });
+
+test("the memos never change a result: a warm sync equals a cold one", () => {
+  fc.assert(
+    fc.property(
+      podSet,
+      fc.array(fc.record({ at: fc.nat(300), i: fc.nat(400), ready: fc.boolean(), alt: fc.boolean() }), {
+        maxLength: 20,
+      }),
+      fc.integer({ min: 1, max: 40 }),
+      (list, edits, max) => {
+        const pods = build(list);
+        const stored = sync(pods, [], max).after;
+        // replace a few positions (same length: the patching path), possibly with new Pods
+        const next = [...pods];
+        for (const e of edits) if (next.length > 0) next[e.at % next.length] = makePod(e.i, e.ready, e.alt);
+        const warm = reconcileService(
+          { service: svc, pods: next, nodes, slices: stored },
+          { maxEndpointsPerSlice: max },
+        );
+        const coldSvc = structuredClone(svc);
+        const coldPods = structuredClone(next);
+        const cold = reconcileService(
+          { service: coldSvc, pods: coldPods, nodes: new Map(nodes), slices: stored },
+          { maxEndpointsPerSlice: max },
+        );
+        assert.deepEqual(JSON.parse(JSON.stringify(warm)), JSON.parse(JSON.stringify(cold)));
+      },
+    ),
+    RUNS,
+  );
+});
