@@ -1,9 +1,9 @@
 /**
  * The desired endpoints of a selector Service: for each address type, for each port-map key,
- * the endpoints its Pods should have (specs/endpointslice.md §1.3 step 2, §1.5, §1.6 "ports";
- * upstream kubernetes/endpointslice reconciler.go `reconcileByAddressType`, utils.go
- * `podToEndpoint`, `getEndpointPorts`, util/controller_utils.go `ShouldPodBeInEndpoints`,
- * k8s.io/kubernetes pkg/api/v1/pod `FindPort`).
+ * the endpoints its Pods should have (specs/endpointslice.md §1.3 step 2; upstream
+ * kubernetes/endpointslice reconciler.go `reconcileByAddressType`). Each Pod's part comes
+ * from `pod-endpoints.ts`. Every port-map key a candidate Pod yields is desired, even when
+ * the Pod has no address of a family (so that family gets a placeholder, not nothing).
  *
  * It does not select Pods (the caller passes the Service's Pods) and does not pack slices.
  * Inputs are treated as immutable: the endpoints of a Pod are memoised per Pod object (and
@@ -14,14 +14,12 @@
  * A Pod on a Node that does not exist is skipped with a finding unless the Service publishes
  * not-ready addresses, as upstream does.
  */
-import type { Endpoint, EndpointPort, Node, Pod, Service } from "../k8s/objects.ts";
-import { canonicalIp } from "../net/ip.ts";
+import type { EndpointPort, Node, Pod, Service } from "../k8s/objects.ts";
 import { type DesiredEntry, type DesiredSet, desiredEntry, indexDesired } from "./desired-index.ts";
-import { portMapKey, sortPorts } from "./endpoint-set.ts";
+import { portMapKey } from "./endpoint-set.ts";
+import { endpointPorts, podToEndpoint, shouldPodBeInEndpoints } from "./pod-endpoints.ts";
 import type { AddressType } from "./service-slices.ts";
 import type { SliceFinding } from "./slice-writes.ts";
-
-export const ZONE_LABEL = "topology.kubernetes.io/zone";
 
 export interface PortGroup {
   readonly ports: EndpointPort[];
@@ -33,84 +31,6 @@ export interface DesiredEndpoints {
   /** address type → port-map key → group; every key is present for every address type */
   readonly byType: Map<AddressType, Map<string, PortGroup>>;
   readonly findings: SliceFinding[];
-}
-
-const IPV4_CANONICAL = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-
-/** Canonical text of an IP, with a fast path for IPv4 already in canonical form. */
-export function canonicalAddress(ip: string): string {
-  return IPV4_CANONICAL.test(ip) ? ip : (canonicalIp(ip) ?? ip);
-}
-
-/** Whether the Pod is a candidate at all: not terminal and with an IP (terminating Pods stay). */
-export function shouldPodBeInEndpoints(pod: Pod): boolean {
-  const phase = pod.status.phase;
-  if (phase === "Succeeded" || phase === "Failed") return false;
-  return Boolean(pod.status.podIP) || (pod.status.podIPs?.length ?? 0) > 0;
-}
-
-/** The container port a Service port's named target resolves to on this Pod: same name and
- * protocol, in containers, then in restartable (sidecar) init containers. */
-function findNamedPort(pod: Pod, name: string, protocol: string): number | undefined {
-  for (const c of pod.spec.containers)
-    for (const p of c.ports ?? []) if (p.name === name && p.protocol === protocol) return p.containerPort;
-  for (const c of pod.spec.initContainers ?? []) {
-    if (c.restartPolicy !== "Always") continue;
-    for (const p of c.ports ?? []) if (p.name === name && p.protocol === protocol) return p.containerPort;
-  }
-  return undefined;
-}
-
-/** The endpoint ports of a Pod for the Service; a port whose named target does not resolve is left out. */
-export function endpointPorts(service: Service, pod: Pod): EndpointPort[] {
-  const out: EndpointPort[] = [];
-  for (const sp of service.spec.ports) {
-    const target = sp.targetPort ?? sp.port;
-    const port = typeof target === "number" ? target : findNamedPort(pod, target, sp.protocol);
-    if (port === undefined) continue;
-    const ep: EndpointPort = { name: sp.name ?? "", port, protocol: sp.protocol };
-    if (sp.appProtocol !== undefined) ep.appProtocol = sp.appProtocol;
-    out.push(ep);
-  }
-  return sortPorts(out);
-}
-
-const isPodReady = (pod: Pod): boolean =>
-  (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
-
-/** The endpoint of a Pod for one address type (its addresses may be empty). */
-export function podToEndpoint(
-  pod: Pod,
-  node: Node | undefined,
-  service: Service,
-  addressType: AddressType,
-): Endpoint {
-  const addresses: string[] = [];
-  for (const { ip } of pod.status.podIPs ?? [])
-    if (ip.includes(":") === (addressType === "IPv6")) addresses.push(canonicalAddress(ip));
-  const serving = isPodReady(pod);
-  const terminating = Boolean(pod.metadata.deletionTimestamp);
-  const ready = service.spec.publishNotReadyAddresses === true || (serving && !terminating);
-  const ep: Endpoint = {
-    addresses,
-    conditions: { ready, serving, terminating },
-    targetRef: {
-      kind: "Pod",
-      namespace: pod.metadata.namespace ?? "default",
-      name: pod.metadata.name ?? "",
-      uid: pod.metadata.uid ?? "",
-    },
-  };
-  if (pod.spec.nodeName) ep.nodeName = pod.spec.nodeName;
-  const zone = node?.metadata.labels?.[ZONE_LABEL];
-  if (zone) ep.zone = zone;
-  if (
-    pod.spec.hostname &&
-    pod.spec.subdomain === service.metadata.name &&
-    (pod.metadata.namespace ?? "default") === (service.metadata.namespace ?? "default")
-  )
-    ep.hostname = pod.spec.hostname;
-  return ep;
 }
 
 interface PodMemo {

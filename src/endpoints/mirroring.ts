@@ -16,15 +16,15 @@
  */
 import type { Endpoint, EndpointSlice, Endpoints, Service } from "../k8s/objects.ts";
 import { parseIp } from "../net/ip.ts";
-import { canonicalAddress } from "./desired-endpoints.ts";
 import { endpointKey, endpointsEqualBeyondHash, portMapKey } from "./endpoint-set.ts";
+import { SERVICE_NAME_LABEL } from "./merge.ts";
+import { canonicalAddress } from "./pod-endpoints.ts";
 import { type EndpointAddress, repackSubsets } from "./repack-subsets.ts";
 import {
   type AddressType,
   generateNameFor,
   MANAGED_BY_LABEL,
   MIRRORING_CONTROLLER_NAME,
-  SERVICE_NAME_LABEL,
   SKIP_MIRROR_LABEL,
   TRIGGER_TIME_ANNOTATION,
 } from "./service-slices.ts";

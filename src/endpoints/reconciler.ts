@@ -17,6 +17,7 @@
 import type { EndpointSlice, Node, Pod, Service } from "../k8s/objects.ts";
 import { desiredEndpoints, type PortGroup } from "./desired-endpoints.ts";
 import { portMapKey } from "./endpoint-set.ts";
+import { SERVICE_NAME_LABEL } from "./merge.ts";
 import { packSlices } from "./pack-slices.ts";
 import {
   type AddressType,
@@ -25,7 +26,6 @@ import {
   MANAGED_BY_LABEL,
   newServiceSlice,
   ownedBy,
-  SERVICE_NAME_LABEL,
   TRIGGER_TIME_ANNOTATION,
 } from "./service-slices.ts";
 import { reconcileHints, usesTopologyCache } from "./slice-hints.ts";

@@ -10,8 +10,8 @@
  * as upstream.
  */
 import type { EndpointSlice, Service } from "../k8s/objects.ts";
+import { SERVICE_NAME_LABEL } from "./merge.ts";
 
-export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 export const MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by";
 export const HEADLESS_LABEL = "service.kubernetes.io/headless";
 export const SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror";

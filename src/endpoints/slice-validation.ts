@@ -11,12 +11,12 @@
  */
 import type { EndpointSlice } from "../k8s/objects.ts";
 import { validateEndpointSlice } from "../k8s/validate.ts";
+import { DOTTED_IPV4 } from "./pod-endpoints.ts";
 import type { SliceFinding } from "./slice-writes.ts";
 
-const DOTTED = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 const SPECIAL_PREFIXES = ["0.", "127.", "169.254.", "224.0.0."];
 
-const plainIPv4 = (a: string) => DOTTED.test(a) && !SPECIAL_PREFIXES.some((p) => a.startsWith(p));
+const plainIPv4 = (a: string) => DOTTED_IPV4.test(a) && !SPECIAL_PREFIXES.some((p) => a.startsWith(p));
 
 export function sliceWriteFindings(subject: string, slices: readonly EndpointSlice[]): SliceFinding[] {
   const findings: SliceFinding[] = [];

@@ -13,9 +13,9 @@
 import type { EndpointSlice, Endpoints, Node, Pod, Service } from "../k8s/objects.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { deterministicSliceNames } from "./generated-name.ts";
+import { SERVICE_NAME_LABEL } from "./merge.ts";
 import { mirrorEndpoints, mirroredSlicesOf } from "./mirroring.ts";
 import { type ReconcileOptions, reconcileService } from "./reconciler.ts";
-import { SERVICE_NAME_LABEL } from "./service-slices.ts";
 import { applySliceWrites, type SliceFinding, type SliceWrites } from "./slice-writes.ts";
 
 export interface ServiceSliceWrites extends SliceWrites {
