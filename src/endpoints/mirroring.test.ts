@@ -193,6 +193,13 @@ describe("reconcile per key (§2.3)", () => {
     assert.equal(w.update[0]!.metadata.name, old[0]!.metadata.name);
   });
 
+  test("an Endpoints without a uid (a bare manifest) is stable too", () => {
+    const bare = endpoints(ep.subsets, (e) => {
+      delete e.metadata.uid;
+    });
+    assert.equal(writeCount(mirror(bare, stored(bare))), 0);
+  });
+
   test("only the first slice of a key is kept; extra ones are deleted", () => {
     const old = stored(ep);
     const extra = { ...old[0]!, metadata: { ...old[0]!.metadata, name: "ext-zzzzz" } };

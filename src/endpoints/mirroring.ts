@@ -151,7 +151,10 @@ function unchanged(slice: EndpointSlice, endpoints: Endpoints, desired: Map<stri
   if (!sameRecord(endpoints.metadata.labels, labels)) return false;
   if (!sameRecord(mirroredAnnotations(endpoints), slice.metadata.annotations)) return false;
   return !(slice.metadata.ownerReferences ?? []).some(
-    (o) => o.kind === "Endpoints" && o.name === endpoints.metadata.name && o.uid !== endpoints.metadata.uid,
+    (o) =>
+      o.kind === "Endpoints" &&
+      o.name === endpoints.metadata.name &&
+      o.uid !== (endpoints.metadata.uid ?? ""),
   );
 }
 

@@ -265,6 +265,14 @@ describe("placeholder and recycling (§1.3 step 5, §1.7)", () => {
     assert.equal(w.create[0]!.metadata.ownerReferences?.[0]?.uid, "uid-web");
   });
 
+  test("a Service without a uid (a bare manifest) still owns the slices made for it", () => {
+    const bare = service("web", (s) => {
+      delete s.metadata.uid;
+    });
+    const stored = settle(bare, pods(2));
+    assert.equal(writeCount(reconcileService({ service: bare, pods: pods(2), nodes, slices: stored })), 0);
+  });
+
   test("a Service being deleted gets no creates; updates and deletes still happen", () => {
     const dying = service("web", (s) => {
       s.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";

@@ -45,7 +45,8 @@ export function addressTypesForService(service: Service): AddressType[] {
 /** Owned = an ownerReference with the Service's uid, kind Service, apiVersion v1 (PR #94730). */
 export function ownedBy(slice: EndpointSlice, service: Service): boolean {
   return (slice.metadata.ownerReferences ?? []).some(
-    (o) => o.uid === service.metadata.uid && o.kind === "Service" && o.apiVersion === "v1",
+    // a manifest may lack a uid; new slices then carry "" and must still count as owned
+    (o) => o.uid === (service.metadata.uid ?? "") && o.kind === "Service" && o.apiVersion === "v1",
   );
 }
 
