@@ -15,7 +15,7 @@ test("docs/plan.md lists every planner issue code with its severity", () => {
   for (const [code, [severity]] of Object.entries(PLAN_ISSUE_CODES))
     assert.match(
       doc,
-      new RegExp(`\\| \`${code}\` \\| ${severity} \\|`),
+      new RegExp(`\\|\\s*\`${code}\`\\s*\\|\\s*${severity}\\s*\\|`),
       `docs/plan.md lacks ${code} (${severity})`,
     );
 });

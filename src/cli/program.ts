@@ -4,6 +4,7 @@
  */
 import { Command } from "commander";
 import type { CliIo } from "./load-input.ts";
+import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
 import { registerPlanCommand } from "./plan-command.ts";
 
 export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
@@ -13,5 +14,6 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
+  registerEndpointSlicesCommand(program, io, setExitCode);
   return program;
 }
