@@ -3,8 +3,8 @@
  * as arguments, so tests run the real command in-process.
  */
 import { Command } from "commander";
-import type { CliIo } from "./load-input.ts";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
+import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
 
 export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
