@@ -118,13 +118,22 @@ for (let i = 0; i < 3; i++) {
 
 // Full plans, each with a fresh cache (cold), three runs.
 const fullTimes: number[] = [];
+const fullCpu: number[] = [];
 let cache = createPlanCache();
+const c0 = process.cpuUsage();
+const t0first = performance.now();
 let result = planSnapshot(snapshot, {}, cache);
+const firstWall = performance.now() - t0first;
+const firstCpuUsage = process.cpuUsage(c0);
+const firstCpu = (firstCpuUsage.user + firstCpuUsage.system) / 1000;
 for (let i = 0; i < 3; i++) {
   cache = createPlanCache();
   const t = performance.now();
+  const c = process.cpuUsage();
   result = planSnapshot(snapshot, {}, cache);
   fullTimes.push(performance.now() - t);
+  const u = process.cpuUsage(c);
+  fullCpu.push((u.user + u.system) / 1000);
 }
 const members = result.plans.reduce((n, p) => n + p.members.length, 0);
 const errors = result.plans.filter((p) => p.issues.some((i) => i.severity === "error")).length;
