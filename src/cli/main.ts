@@ -4,6 +4,7 @@
  * own file and receives its I/O as arguments.
  */
 import { Command, CommanderError } from "commander";
+import { registerAgentCommand } from "./agent-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
 
@@ -14,7 +15,17 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
+  registerAgentCommand(program, io, setExitCode, shutdownSignal);
   return program;
+}
+
+/** Fires on the first SIGINT or SIGTERM; installed only by commands that run until stopped. */
+function shutdownSignal(): AbortSignal {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return controller.signal;
 }
 
 async function main(): Promise<void> {
