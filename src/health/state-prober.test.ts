@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { fixturePath } from "../../test/health/load-fixture.ts";
-import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
+import { loadPlans } from "../../test/health/load-fixture.ts";
 import { initialHealth, type ProbeOutcome, recordProbe, type TargetHealth } from "./state-machine.ts";
 import { backendHealth, probeTargets } from "./state-probe-targets.ts";
 
