@@ -5,8 +5,7 @@ import { loadPlans } from "../../test/health/load-fixture.ts";
 import { initialHealth, type ProbeOutcome, recordProbe, type TargetHealth } from "./state-machine.ts";
 import { backendHealth, probeTargets } from "./state-probe-targets.ts";
 
-const plans = (JSON.parse(readFileSync(fixturePath("plans.json"), "utf8")) as { plans: LoadBalancerPlan[] })
-  .plans;
+const plans = loadPlans("plans.json");
 const OK: ProbeOutcome = { ok: true, reason: "HTTP 200" };
 const FAIL: ProbeOutcome = { ok: false, reason: "HTTP 503" };
 const T = { healthyThreshold: 2, unhealthyThreshold: 3 };
