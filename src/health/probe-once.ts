@@ -1,0 +1,107 @@
+/**
+ * Adapter: one health probe over a real socket — a TCP connect, or a minimal HTTP/1.1 GET
+ * (over TLS for HTTPS, certificates not verified, as cloud health checks do not verify
+ * them) that reads only the status line and headers. Success is a completed connect
+ * (TCP) or status 200 (HTTP/HTTPS), the success rule of Google Cloud and Azure HTTP
+ * probes. With `readsWeight` the `X-Load-Balancing-Endpoint-Weight` header is read
+ * (a plain decimal integer, kubernetes PR #118999); any other value is ignored.
+ *
+ * Whatever the target does — refuses, hangs, answers slowly, answers garbage or too
+ * much, closes mid-response — the promise resolves exactly once, never rejects, and the
+ * socket and the timer are gone when it does. A hand-written request instead of
+ * node:http: a health probe needs one status line and one header, and at thousands of
+ * probes a second node:http's per-request machinery costs several times the CPU.
+ */
+import { type Socket, connect as tcpConnect } from "node:net";
+import { connect as tlsConnect } from "node:tls";
+import type { HealthCheckProtocol } from "../plan/load-balancer-plan.ts";
+import type { ProbeOutcome } from "./state-machine.ts";
+
+export interface ProbeRequest {
+  readonly protocol: HealthCheckProtocol;
+  readonly address: string;
+  readonly port: number;
+  readonly path: string | null;
+  readonly timeoutMs: number;
+  readonly readsWeight: boolean;
+}
+
+/** the most we read of an answer's head before calling it garbage */
+export const MAX_HEAD_BYTES = 8192;
+
+const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: [^\r\n]*)?$/;
+const WEIGHT = /^\r?\nx-load-balancing-endpoint-weight:[ \t]*(\S*)[ \t]*$/im;
+
+function errorReason(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case "ECONNREFUSED":
+      return "connection refused";
+    case "ECONNRESET":
+      return "connection reset";
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+      return "unreachable";
+    default:
+      return err.code ?? err.message;
+  }
+}
+
+/** Reads status and weight from a complete response head (up to the blank line). */
+export function parseHead(head: string, readsWeight: boolean): ProbeOutcome {
+  const firstLine = head.slice(0, head.indexOf("\r\n"));
+  const m = STATUS_LINE.exec(firstLine);
+  if (!m) return { ok: false, reason: "not an HTTP response" };
+  const status = Number(m[1]);
+  let weight: number | undefined;
+  if (readsWeight) {
+    const w = WEIGHT.exec(head.slice(firstLine.length));
+    if (w && /^\d{1,9}$/.test(w[1] ?? "")) weight = Number(w[1]);
+  }
+  return { ok: status === 200, reason: `HTTP ${status}`, ...(weight !== undefined && { weight }) };
+}
+
+export function probeOnce(req: ProbeRequest): Promise<ProbeOutcome> {
+  return new Promise((resolve) => {
+    let done = false;
+    let head = "";
+    let socket: Socket;
+    const finish = (outcome: ProbeOutcome) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(outcome);
+    };
+    const timer = setTimeout(
+      () => finish({ ok: false, reason: `timeout after ${req.timeoutMs} ms` }),
+      req.timeoutMs,
+    );
+    const hostHeader = req.address.includes(":")
+      ? `[${req.address}]:${req.port}`
+      : `${req.address}:${req.port}`;
+    const sendRequest = () => {
+      if (req.protocol === "TCP") return finish({ ok: true, reason: "TCP connect" });
+      socket.write(
+        `GET ${req.path ?? "/"} HTTP/1.1\r\nHost: ${hostHeader}\r\nUser-Agent: passlb-prober\r\nAccept: */*\r\nConnection: close\r\n\r\n`,
+      );
+    };
+    if (req.protocol === "HTTPS") {
+      socket = tlsConnect({ host: req.address, port: req.port, rejectUnauthorized: false }, sendRequest);
+    } else {
+      socket = tcpConnect({ host: req.address, port: req.port }, sendRequest);
+    }
+    socket.setEncoding("latin1");
+    socket.on("error", (err: NodeJS.ErrnoException) => finish({ ok: false, reason: errorReason(err) }));
+    socket.on("data", (chunk: string) => {
+      head += chunk;
+      const end = head.indexOf("\r\n\r\n");
+      if (end >= 0) return finish(parseHead(head.slice(0, end + 2), req.readsWeight));
+      if (head.length > MAX_HEAD_BYTES) finish({ ok: false, reason: "response head too large" });
+      else if (!"HTTP/".startsWith(head.slice(0, 5))) finish({ ok: false, reason: "not an HTTP response" });
+    });
+    socket.on("end", () => finish({ ok: false, reason: "connection closed before the response head ended" }));
+    socket.on("close", () =>
+      finish({ ok: false, reason: "connection closed before the response head ended" }),
+    );
+  });
+}
