@@ -33,7 +33,7 @@ export function realClock(): Clock {
             timers.delete(id);
             fn();
           },
-          Math.max(0, delayMs),
+          Math.max(0, Math.ceil(delayMs)),
         ),
       );
       return { id };

@@ -4,7 +4,8 @@
  * and weight changes through a callback (for logs, Events and metrics).
  *
  * - Schedule: each target is probed every `intervalMs` on a fixed grid (due times do not
- *   drift with probe duration); its phase in the interval is drawn from a seeded PRNG, so
+ *   drift with probe duration), kept in one min-heap served by a single timer armed for
+ *   the earliest due time (thousands of per-target timers cost more CPU); its phase in the interval is drawn from a seeded PRNG, so
  *   probes of many targets are spread out rather than arriving in lockstep, and two runs
  *   with one seed behave the same. A probe still running when its next turn comes skips
  *   that turn (timeouts never exceed intervals, so this means a slow clock, not a backlog).
@@ -13,13 +14,14 @@
  * - `setTargets` reconciles: new targets start `unknown`, removed ones stop (their timer
  *   is cleared and a late answer is ignored), kept ones keep their state; a changed
  *   interval re-draws the phase.
- * - `close()` clears every timer and waits for in-flight probes (each bounded by its own
+ * - `close()` clears the timer and waits for in-flight probes (each bounded by its own
  *   timeout in probe-once.ts).
  *
  * The socket work is the injected `probe` function (probeOnce in production, a fake in
  * tests); time is the injected Clock. Which targets exist is state-probe-targets.ts.
  */
 import type { Clock, TimerHandle } from "./clock.ts";
+import { DueHeap } from "./due-heap.ts";
 import {
   type HealthState,
   initialHealth,
@@ -70,10 +72,16 @@ export interface ProberOptions {
 interface Entry {
   target: ProbeTarget;
   health: TargetHealth;
-  nextDue: number;
-  timer: TimerHandle | undefined;
+  /** bumped when the entry is re-phased or removed: heap slots of older generations are stale */
+  generation: number;
+  removed: boolean;
   inFlight: boolean;
   queued: boolean;
+}
+
+interface Slot {
+  readonly entry: Entry;
+  readonly generation: number;
 }
 
 /** mulberry32: a small seeded PRNG, enough to spread phases */
@@ -92,9 +100,12 @@ export class Prober {
   readonly #o: ProberOptions;
   readonly #random: () => number;
   readonly #entries = new Map<string, Entry>();
+  readonly #schedule = new DueHeap<Slot>();
   readonly #queue: { entry: Entry; scheduledAt: number }[] = [];
-  readonly #inFlight = new Set<Promise<void>>();
+  #timer: TimerHandle | undefined;
+  #timerDue = Number.POSITIVE_INFINITY;
   #running = 0;
+  #idle: (() => void) | undefined;
   #closed = false;
   /** turns skipped because the previous probe of the target was still running */
   skipped = 0;
@@ -110,28 +121,24 @@ export class Prober {
     const wanted = new Map(targets.map((t) => [t.key, t]));
     for (const [key, entry] of this.#entries) {
       if (wanted.has(key)) continue;
-      if (entry.timer) this.#o.clock.clearTimer(entry.timer);
+      entry.removed = true;
+      entry.generation++;
       this.#entries.delete(key);
     }
     for (const target of targets) {
-      const entry = this.#entries.get(target.key);
+      let entry = this.#entries.get(target.key);
       if (entry) {
         const rephase = entry.target.intervalMs !== target.intervalMs;
         entry.target = target;
-        if (rephase) this.#arm(entry, now + this.#random() * target.intervalMs);
-        continue;
+        if (!rephase) continue;
+        entry.generation++;
+      } else {
+        entry = { target, health: initialHealth(now), generation: 0, removed: false, inFlight: false, queued: false };
+        this.#entries.set(target.key, entry);
       }
-      const fresh: Entry = {
-        target,
-        health: initialHealth(now),
-        nextDue: 0,
-        timer: undefined,
-        inFlight: false,
-        queued: false,
-      };
-      this.#entries.set(target.key, fresh);
-      this.#arm(fresh, now + this.#random() * target.intervalMs);
+      this.#schedule.push(now + this.#random() * target.intervalMs, { entry, generation: entry.generation });
     }
+    this.#arm();
   }
 
   /** current state per target key */
@@ -143,28 +150,47 @@ export class Prober {
     return this.#running;
   }
 
-  async close(): Promise<void> {
+  /** Stops scheduling and resolves once the probes in flight have finished. */
+  close(): Promise<void> {
     this.#closed = true;
-    for (const entry of this.#entries.values()) if (entry.timer) this.#o.clock.clearTimer(entry.timer);
+    if (this.#timer) this.#o.clock.clearTimer(this.#timer);
+    this.#timer = undefined;
+    for (const entry of this.#entries.values()) entry.removed = true;
     this.#entries.clear();
+    this.#schedule.clear();
     this.#queue.length = 0;
-    await Promise.all([...this.#inFlight]);
+    if (this.#running === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#idle = resolve;
+    });
   }
 
-  #arm(entry: Entry, due: number): void {
-    if (entry.timer) this.#o.clock.clearTimer(entry.timer);
-    entry.nextDue = due;
-    entry.timer = this.#o.clock.setTimer(() => this.#due(entry), due - this.#o.clock.now());
+  /** one timer, armed for the earliest due slot */
+  #arm(): void {
+    const head = this.#schedule.peek();
+    if (this.#closed || !head || head.due >= this.#timerDue) return;
+    if (this.#timer) this.#o.clock.clearTimer(this.#timer);
+    this.#timerDue = head.due;
+    this.#timer = this.#o.clock.setTimer(() => this.#tick(), head.due - this.#o.clock.now());
   }
 
-  #due(entry: Entry): void {
-    entry.timer = undefined;
-    if (this.#closed || this.#entries.get(entry.target.key) !== entry) return;
-    const scheduledAt = entry.nextDue;
+  #tick(): void {
+    this.#timer = undefined;
+    this.#timerDue = Number.POSITIVE_INFINITY;
     const now = this.#o.clock.now();
-    let next = scheduledAt + entry.target.intervalMs;
-    while (next <= now) next += entry.target.intervalMs; // missed turns are skipped, not bunched
-    this.#arm(entry, next);
+    for (let head = this.#schedule.peek(); head && head.due <= now; head = this.#schedule.peek()) {
+      this.#schedule.pop();
+      const { entry, generation } = head.item;
+      if (entry.removed || generation !== entry.generation) continue;
+      let next = head.due + entry.target.intervalMs;
+      while (next <= now) next += entry.target.intervalMs; // missed turns are skipped, not bunched
+      this.#schedule.push(next, head.item);
+      this.#due(entry, head.due);
+    }
+    this.#arm();
+  }
+
+  #due(entry: Entry, scheduledAt: number): void {
     if (entry.inFlight || entry.queued) {
       this.skipped++;
       return;
@@ -180,29 +206,29 @@ export class Prober {
     this.#running++;
     entry.inFlight = true;
     const startedAt = this.#o.clock.now();
-    const target = entry.target;
-    const run = new Promise<ProbeOutcome>((resolve) => resolve(this.#o.probe(target)))
-      .catch((e: unknown): ProbeOutcome => ({ ok: false, reason: `probe error: ${(e as Error).message}` }))
-      .then((outcome) => {
-        this.#running--;
-        entry.inFlight = false;
-        this.#finish(entry, outcome, scheduledAt, startedAt);
-        this.#drain();
-      });
-    this.#inFlight.add(run);
-    void run.finally(() => this.#inFlight.delete(run));
+    const done = (outcome: ProbeOutcome) => {
+      this.#running--;
+      entry.inFlight = false;
+      this.#finish(entry, outcome, scheduledAt, startedAt);
+      this.#drain();
+      if (this.#running === 0 && this.#idle) this.#idle();
+    };
+    const failed = (e: unknown) => done({ ok: false, reason: `probe error: ${(e as Error)?.message ?? String(e)}` });
+    try {
+      this.#o.probe(entry.target).then(done, failed);
+    } catch (e) {
+      queueMicrotask(() => failed(e));
+    }
   }
 
   #finish(entry: Entry, outcome: ProbeOutcome, scheduledAt: number, startedAt: number): void {
-    if (this.#closed || this.#entries.get(entry.target.key) !== entry) return; // removed meanwhile
+    if (entry.removed) return; // removed meanwhile: a late answer is ignored
     const now = this.#o.clock.now();
     const step = recordProbe(entry.health, outcome, entry.target, now);
     entry.health = step.health;
     this.#o.onProbe?.({ key: entry.target.key, scheduledAt, startedAt, finishedAt: now, outcome });
-    if (step.transition)
-      this.#o.onEvent({ kind: "transition", target: entry.target, ...step.transition, at: now });
-    if (step.weightChange)
-      this.#o.onEvent({ kind: "weight", target: entry.target, ...step.weightChange, at: now });
+    if (step.transition) this.#o.onEvent({ kind: "transition", target: entry.target, ...step.transition, at: now });
+    if (step.weightChange) this.#o.onEvent({ kind: "weight", target: entry.target, ...step.weightChange, at: now });
   }
 
   #drain(): void {
@@ -210,7 +236,7 @@ export class Prober {
       const next = this.#queue.shift();
       if (!next) break;
       next.entry.queued = false;
-      if (this.#closed || this.#entries.get(next.entry.target.key) !== next.entry) continue;
+      if (next.entry.removed) continue;
       this.#start(next.entry, next.scheduledAt);
     }
   }

@@ -1,0 +1,196 @@
+// Benchmark: the health prober at scale (issue 5 §4). Run:
+//   node --import tsx bench/prober.bench.ts [--targets 5000] [--seconds 60] [--baseline-seconds 10]
+// 1. Starts N loopback HTTP health servers (127.10.a.b:10256) in a child process.
+// 2. Baseline, same process and schedule: the Prober with a probe that does no I/O
+//    (timers, scheduling and the state machine only).
+// 3. The real thing: the Prober with probeOnce over real sockets, every target each
+//    second. Measures CPU of this process (process.cpuUsage), lateness of each probe's
+//    start against its schedule (p50/p99/max), RSS over time.
+// 4. Detection: targets start answering 503, hanging or refusing; the time from the
+//    change (the moment it was asked of the child) until the prober marks them unhealthy,
+//    against interval × unhealthyThreshold + timeout.
+// Prints a Markdown table for docs/benchmarks.md.
+import { type ChildProcess, fork } from "node:child_process";
+import { loadavg } from "node:os";
+import { realClock } from "../src/health/clock.ts";
+import { probeOnce } from "../src/health/probe-once.ts";
+import { type ProbeFn, Prober, type ProberEvent } from "../src/health/prober.ts";
+import type { ProbeTarget } from "../src/health/state-probe-targets.ts";
+import { benchAddress } from "./bench-addresses.ts";
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!(v > 0)) throw new Error(`--${name} must be a positive number`);
+  return v;
+}
+
+const TARGETS = flag("targets", 5000);
+const SECONDS = flag("seconds", 60);
+const BASELINE_SECONDS = flag("baseline-seconds", Math.min(10, SECONDS));
+const PORT = 10256;
+const INTERVAL_MS = 1000;
+const TIMEOUT_MS = 1000;
+const UNHEALTHY = 2;
+const HEALTHY = 1;
+const CPU_BUDGET = 0.3;
+const LATENESS_BUDGET_MS = 100;
+const WARMUP_MS = 2000;
+
+const targets: ProbeTarget[] = Array.from({ length: TARGETS }, (_, i) => {
+  const address = benchAddress(i);
+  return {
+    key: `HTTP ${address}:${PORT}/healthz`,
+    protocol: "HTTP",
+    family: "IPv4",
+    address,
+    port: PORT,
+    path: "/healthz",
+    intervalMs: INTERVAL_MS,
+    timeoutMs: TIMEOUT_MS,
+    healthyThreshold: HEALTHY,
+    unhealthyThreshold: UNHEALTHY,
+    readsWeight: true,
+    users: [{ service: "bench/svc", check: "local", node: `node-${i}` }],
+  };
+});
+
+function startChild(): Promise<ChildProcess> {
+  const child = fork(new URL("./probe-targets-server.ts", import.meta.url).pathname, [String(TARGETS), String(PORT)], {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`target servers exited with ${code}`)));
+    child.once("message", () => resolve(child));
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? Number.NaN;
+}
+
+interface Run {
+  cpuFraction: number;
+  probes: number;
+  failures: number;
+  lateness: { p50: number; p99: number; max: number };
+  rssMiB: number[];
+  heapMiB: number[];
+  skipped: number;
+}
+
+async function measure(
+  probe: ProbeFn,
+  seconds: number,
+  events: ProberEvent[] = [],
+  after?: () => Promise<void>,
+): Promise<Run> {
+  const lateness: number[] = [];
+  let failures = 0;
+  let measuring = false;
+  const prober = new Prober({
+    clock: realClock(),
+    probe,
+    seed: 1,
+    maxConcurrent: 512,
+    onEvent: (e) => events.push(e),
+    onProbe: (r) => {
+      if (!measuring) return;
+      lateness.push(r.startedAt - r.scheduledAt);
+      if (!r.outcome.ok) failures++;
+    },
+  });
+  prober.setTargets(targets);
+  await sleep(WARMUP_MS);
+  measuring = true;
+  const rssMiB: number[] = [];
+  const heapMiB: number[] = [];
+  const sample = () => {
+    const m = process.memoryUsage();
+    rssMiB.push(m.rss / 2 ** 20);
+    heapMiB.push(m.heapUsed / 2 ** 20);
+  };
+  sample();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let s = 0; s < seconds; s += 5) {
+    await sleep(Math.min(5, seconds - s) * 1000);
+    sample();
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const wall = performance.now() - t0;
+  measuring = false;
+  await after?.();
+  await prober.close();
+  const sorted = Float64Array.from(lateness).sort();
+  return {
+    cpuFraction: (cpu.user + cpu.system) / 1000 / wall,
+    probes: lateness.length,
+    failures,
+    lateness: { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted.at(-1) ?? Number.NaN },
+    rssMiB,
+    heapMiB,
+    skipped: prober.skipped,
+  };
+}
+
+async function detection(child: ChildProcess, events: ProberEvent[]) {
+  const budget = INTERVAL_MS * UNHEALTHY + TIMEOUT_MS;
+  const results: { mode: string; ms: number }[] = [];
+  const modes = ["503", "hang", "refuse"] as const;
+  let index = 0;
+  for (const mode of modes)
+    for (let k = 0; k < 3; k++) {
+      const i = 17 + 400 * index++;
+      const key = targets[i]?.key ?? "";
+      const asked = performance.timeOrigin + performance.now();
+      child.send({ index: i, mode });
+      const deadline = asked + budget + 5000;
+      let found: ProberEvent | undefined;
+      while (!found && performance.timeOrigin + performance.now() < deadline) {
+        await sleep(10);
+        found = events.find((e) => e.kind === "transition" && e.to === "unhealthy" && e.target.key === key);
+      }
+      results.push({ mode, ms: found ? found.at - asked : Number.POSITIVE_INFINITY });
+    }
+  return { budget, results };
+}
+
+const child = await startChild();
+const load = loadavg()[0]?.toFixed(2);
+const idle: ProbeFn = () => Promise.resolve({ ok: true, reason: "HTTP 200", weight: 1 });
+const base = await measure(idle, BASELINE_SECONDS);
+
+const events: ProberEvent[] = [];
+let detect: Awaited<ReturnType<typeof detection>> | undefined;
+const real = await measure(probeOnce, SECONDS, events, async () => {
+  detect = await detection(child, events);
+});
+child.disconnect();
+
+const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "∞");
+const mem = (xs: number[]) => `${fmt(xs[0] ?? Number.NaN)} → ${fmt(xs.at(-1) ?? Number.NaN)} (max ${fmt(Math.max(...xs))})`;
+console.log(`\nprober benchmark: ${TARGETS} targets, every ${INTERVAL_MS} ms, ${SECONDS} s measured (baseline ${BASELINE_SECONDS} s), load average at start ${load}\n`);
+console.log("| measure | baseline (no I/O, same schedule) | prober (real sockets) | budget | ratio to budget |");
+console.log("| --- | --- | --- | --- | --- |");
+console.log(`| CPU, share of one core | ${fmt(base.cpuFraction * 100)} % | ${fmt(real.cpuFraction * 100)} % | ${CPU_BUDGET * 100} % | ${fmt(real.cpuFraction / CPU_BUDGET, 2)} |`);
+console.log(`| probes run (failed) | ${base.probes} (${base.failures}) | ${real.probes} (${real.failures}) | ${TARGETS * SECONDS} expected | ${fmt(real.probes / (TARGETS * SECONDS), 3)} |`);
+console.log(`| lateness p50 / p99 / max, ms | ${fmt(base.lateness.p50, 2)} / ${fmt(base.lateness.p99, 2)} / ${fmt(base.lateness.max, 2)} | ${fmt(real.lateness.p50, 2)} / ${fmt(real.lateness.p99, 2)} / ${fmt(real.lateness.max, 2)} | max ${LATENESS_BUDGET_MS} | ${fmt(real.lateness.max / LATENESS_BUDGET_MS, 2)} |`);
+console.log(`| turns skipped (probe still running) | ${base.skipped} | ${real.skipped} | 0 | |`);
+console.log(`| RSS MiB, start → end | ${mem(base.rssMiB)} | ${mem(real.rssMiB)} | flat | ${fmt((real.rssMiB.at(-1) ?? 0) / (real.rssMiB[0] ?? 1), 2)} |`);
+console.log(`| heap used MiB, start → end | ${mem(base.heapMiB)} | ${mem(real.heapMiB)} | flat | ${fmt((real.heapMiB.at(-1) ?? 0) / (real.heapMiB[0] ?? 1), 2)} |`);
+console.log(`| CPU ratio prober / baseline | | ${fmt(real.cpuFraction / base.cpuFraction, 2)} | | |`);
+if (detect) {
+  console.log(`\ndetection (interval ${INTERVAL_MS} ms × unhealthyThreshold ${UNHEALTHY} + timeout ${TIMEOUT_MS} ms = ${detect.budget} ms):\n`);
+  console.log("| target starts to | detection times, ms | worst / budget |");
+  console.log("| --- | --- | --- |");
+  for (const mode of ["503", "hang", "refuse"]) {
+    const ms = detect.results.filter((r) => r.mode === mode).map((r) => r.ms);
+    console.log(`| ${mode} | ${ms.map((m) => fmt(m, 0)).join(", ")} | ${fmt(Math.max(...ms) / detect.budget, 2)} |`);
+  }
+}
