@@ -1,10 +1,12 @@
 // Benchmark: the health prober at scale (issue 5 §4). Run:
 //   node --import tsx bench/prober.bench.ts [--targets 5000] [--seconds 60] [--baseline-seconds 10]
+//     [--fresh-seconds 10]
 // 1. Starts N loopback HTTP health servers (127.10.a.b:10256) in a child process.
 // 2. Baseline, same process and schedule: the Prober with a probe that does no I/O
 //    (timers, scheduling and the state machine only).
-// 3. The real thing: the Prober with probeOnce over real sockets, every target each
-//    second. Measures CPU of this process (process.cpuUsage), lateness of each probe's
+// 3. The real thing: the Prober over real sockets with kept-alive connections
+//    (ProbeConnections, the default), every target each second; and, shorter, the same
+//    with a new connection per probe (probeOnce) for comparison. Measures CPU of this process (process.cpuUsage), lateness of each probe's
 //    start against its schedule (p50/p99/max), RSS over time.
 // 4. Detection: targets start answering 503, hanging or refusing; the time from the
 //    change (the moment it was asked of the child) until the prober marks them unhealthy,
@@ -13,6 +15,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { loadavg } from "node:os";
 import { realClock } from "../src/health/clock.ts";
+import { ProbeConnections } from "../src/health/probe-connections.ts";
 import { probeOnce } from "../src/health/probe-once.ts";
 import { type ProbeFn, Prober, type ProberEvent } from "../src/health/prober.ts";
 import type { ProbeTarget } from "../src/health/state-probe-targets.ts";
@@ -28,6 +31,7 @@ function flag(name: string, fallback: number): number {
 const TARGETS = flag("targets", 5000);
 const SECONDS = flag("seconds", 60);
 const BASELINE_SECONDS = flag("baseline-seconds", Math.min(10, SECONDS));
+const FRESH_SECONDS = flag("fresh-seconds", Math.min(10, SECONDS));
 const PORT = 10256;
 const INTERVAL_MS = 1000;
 const TIMEOUT_MS = 1000;
@@ -89,6 +93,7 @@ async function measure(
   seconds: number,
   events: ProberEvent[] = [],
   after?: () => Promise<void>,
+  forget?: (key: string) => void,
 ): Promise<Run> {
   const lateness: number[] = [];
   let failures = 0;
@@ -99,6 +104,7 @@ async function measure(
     seed: 1,
     maxConcurrent: 512,
     onEvent: (e) => events.push(e),
+    ...(forget && { forget }),
     onProbe: (r) => {
       if (!measuring) return;
       lateness.push(r.startedAt - r.scheduledAt);
@@ -161,30 +167,56 @@ async function detection(child: ChildProcess, events: ProberEvent[]) {
   return { budget, results };
 }
 
+/** how much of one core this process gets when it wants all of it (the machine is shared) */
+function cpuAvailable(): number {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  while (performance.now() - t0 < 1000) {}
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1000 / (performance.now() - t0);
+}
+
 const child = await startChild();
 const load = loadavg()[0]?.toFixed(2);
+const available = cpuAvailable();
 const idle: ProbeFn = () => Promise.resolve({ ok: true, reason: "HTTP 200", weight: 1 });
 const base = await measure(idle, BASELINE_SECONDS);
 
 const events: ProberEvent[] = [];
 let detect: Awaited<ReturnType<typeof detection>> | undefined;
-const real = await measure(probeOnce, SECONDS, events, async () => {
-  detect = await detection(child, events);
-});
+const fresh = await measure(probeOnce, FRESH_SECONDS);
+const connections = new ProbeConnections();
+const real = await measure(
+  connections.probe,
+  SECONDS,
+  events,
+  async () => {
+    detect = await detection(child, events);
+  },
+  (key) => connections.forget(key),
+);
+connections.close();
 child.disconnect();
 
 const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "∞");
 const mem = (xs: number[]) => `${fmt(xs[0] ?? Number.NaN)} → ${fmt(xs.at(-1) ?? Number.NaN)} (max ${fmt(Math.max(...xs))})`;
-console.log(`\nprober benchmark: ${TARGETS} targets, every ${INTERVAL_MS} ms, ${SECONDS} s measured (baseline ${BASELINE_SECONDS} s), load average at start ${load}\n`);
-console.log("| measure | baseline (no I/O, same schedule) | prober (real sockets) | budget | ratio to budget |");
-console.log("| --- | --- | --- | --- | --- |");
-console.log(`| CPU, share of one core | ${fmt(base.cpuFraction * 100)} % | ${fmt(real.cpuFraction * 100)} % | ${CPU_BUDGET * 100} % | ${fmt(real.cpuFraction / CPU_BUDGET, 2)} |`);
-console.log(`| probes run (failed) | ${base.probes} (${base.failures}) | ${real.probes} (${real.failures}) | ${TARGETS * SECONDS} expected | ${fmt(real.probes / (TARGETS * SECONDS), 3)} |`);
-console.log(`| lateness p50 / p99 / max, ms | ${fmt(base.lateness.p50, 2)} / ${fmt(base.lateness.p99, 2)} / ${fmt(base.lateness.max, 2)} | ${fmt(real.lateness.p50, 2)} / ${fmt(real.lateness.p99, 2)} / ${fmt(real.lateness.max, 2)} | max ${LATENESS_BUDGET_MS} | ${fmt(real.lateness.max / LATENESS_BUDGET_MS, 2)} |`);
-console.log(`| turns skipped (probe still running) | ${base.skipped} | ${real.skipped} | 0 | |`);
-console.log(`| RSS MiB, start → end | ${mem(base.rssMiB)} | ${mem(real.rssMiB)} | flat | ${fmt((real.rssMiB.at(-1) ?? 0) / (real.rssMiB[0] ?? 1), 2)} |`);
-console.log(`| heap used MiB, start → end | ${mem(base.heapMiB)} | ${mem(real.heapMiB)} | flat | ${fmt((real.heapMiB.at(-1) ?? 0) / (real.heapMiB[0] ?? 1), 2)} |`);
-console.log(`| CPU ratio prober / baseline | | ${fmt(real.cpuFraction / base.cpuFraction, 2)} | | |`);
+const lat = (r: Run) => `${fmt(r.lateness.p50, 2)} / ${fmt(r.lateness.p99, 2)} / ${fmt(r.lateness.max, 2)}`;
+const row = (name: string, f: (r: Run) => string, budget: string, ratio: string) =>
+  console.log(`| ${name} | ${f(base)} | ${f(real)} | ${f(fresh)} | ${budget} | ${ratio} |`);
+console.log(
+  `\nprober benchmark: ${TARGETS} targets, every ${INTERVAL_MS} ms; measured ${SECONDS} s (kept connections), ` +
+    `${FRESH_SECONDS} s (new connection per probe), ${BASELINE_SECONDS} s (baseline); load average at start ${load}; ` +
+    `a busy loop got ${fmt(available * 100)} % of a core\n`,
+);
+console.log("| measure | baseline: no I/O, same schedule | prober, kept connections | prober, new connection per probe | budget | kept / budget |");
+console.log("| --- | --- | --- | --- | --- | --- |");
+row("CPU, share of one core", (r) => `${fmt(r.cpuFraction * 100)} %`, `${CPU_BUDGET * 100} %`, fmt(real.cpuFraction / CPU_BUDGET, 2));
+row("CPU / baseline", (r) => fmt(r.cpuFraction / base.cpuFraction, 2), "", "");
+row("probes run (failed)", (r) => `${r.probes} (${r.failures})`, `${TARGETS} a second`, fmt(real.probes / (TARGETS * SECONDS), 3));
+row("start lateness p50 / p99 / max, ms", lat, `max ${LATENESS_BUDGET_MS}`, fmt(real.lateness.max / LATENESS_BUDGET_MS, 2));
+row("turns skipped (probe still running)", (r) => String(r.skipped), "0", "");
+row("RSS MiB, start → end (max)", (r) => mem(r.rssMiB), "flat", fmt((real.rssMiB.at(-1) ?? 0) / (real.rssMiB[0] ?? 1), 2));
+row("heap used MiB, start → end (max)", (r) => mem(r.heapMiB), "flat", fmt((real.heapMiB.at(-1) ?? 0) / (real.heapMiB[0] ?? 1), 2));
 if (detect) {
   console.log(`\ndetection (interval ${INTERVAL_MS} ms × unhealthyThreshold ${UNHEALTHY} + timeout ${TIMEOUT_MS} ms = ${detect.budget} ms):\n`);
   console.log("| target starts to | detection times, ms | worst / budget |");

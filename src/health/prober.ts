@@ -67,6 +67,8 @@ export interface ProberOptions {
   readonly maxConcurrent: number;
   readonly onEvent: (event: ProberEvent) => void;
   readonly onProbe?: (record: ProbeRecord) => void;
+  /** a target was removed (drop its kept connection) */
+  readonly forget?: (key: string) => void;
 }
 
 interface Entry {
@@ -124,6 +126,7 @@ export class Prober {
       entry.removed = true;
       entry.generation++;
       this.#entries.delete(key);
+      this.#o.forget?.(key);
     }
     for (const target of targets) {
       let entry = this.#entries.get(target.key);
