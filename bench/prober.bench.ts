@@ -60,10 +60,14 @@ const targets: ProbeTarget[] = Array.from({ length: TARGETS }, (_, i) => {
 });
 
 function startChild(): Promise<ChildProcess> {
-  const child = fork(new URL("./probe-targets-server.ts", import.meta.url).pathname, [String(TARGETS), String(PORT)], {
-    execArgv: ["--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
+  const child = fork(
+    new URL("./probe-targets-server.ts", import.meta.url).pathname,
+    [String(TARGETS), String(PORT)],
+    {
+      execArgv: ["--import", "tsx"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    },
+  );
   return new Promise((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (code) => reject(new Error(`target servers exited with ${code}`)));
@@ -138,7 +142,11 @@ async function measure(
     cpuFraction: (cpu.user + cpu.system) / 1000 / wall,
     probes: lateness.length,
     failures,
-    lateness: { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted.at(-1) ?? Number.NaN },
+    lateness: {
+      p50: percentile(sorted, 0.5),
+      p99: percentile(sorted, 0.99),
+      max: sorted.at(-1) ?? Number.NaN,
+    },
     rssMiB,
     heapMiB,
     skipped: prober.skipped,
@@ -199,7 +207,8 @@ connections.close();
 child.disconnect();
 
 const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "∞");
-const mem = (xs: number[]) => `${fmt(xs[0] ?? Number.NaN)} → ${fmt(xs.at(-1) ?? Number.NaN)} (max ${fmt(Math.max(...xs))})`;
+const mem = (xs: number[]) =>
+  `${fmt(xs[0] ?? Number.NaN)} → ${fmt(xs.at(-1) ?? Number.NaN)} (max ${fmt(Math.max(...xs))})`;
 const lat = (r: Run) => `${fmt(r.lateness.p50, 2)} / ${fmt(r.lateness.p99, 2)} / ${fmt(r.lateness.max, 2)}`;
 const row = (name: string, f: (r: Run) => string, budget: string, ratio: string) =>
   console.log(`| ${name} | ${f(base)} | ${f(real)} | ${f(fresh)} | ${budget} | ${ratio} |`);
@@ -208,21 +217,52 @@ console.log(
     `${FRESH_SECONDS} s (new connection per probe), ${BASELINE_SECONDS} s (baseline); load average at start ${load}; ` +
     `a busy loop got ${fmt(available * 100)} % of a core\n`,
 );
-console.log("| measure | baseline: no I/O, same schedule | prober, kept connections | prober, new connection per probe | budget | kept / budget |");
+console.log(
+  "| measure | baseline: no I/O, same schedule | prober, kept connections | prober, new connection per probe | budget | kept / budget |",
+);
 console.log("| --- | --- | --- | --- | --- | --- |");
-row("CPU, share of one core", (r) => `${fmt(r.cpuFraction * 100)} %`, `${CPU_BUDGET * 100} %`, fmt(real.cpuFraction / CPU_BUDGET, 2));
+row(
+  "CPU, share of one core",
+  (r) => `${fmt(r.cpuFraction * 100)} %`,
+  `${CPU_BUDGET * 100} %`,
+  fmt(real.cpuFraction / CPU_BUDGET, 2),
+);
 row("CPU / baseline", (r) => fmt(r.cpuFraction / base.cpuFraction, 2), "", "");
-row("probes run (failed)", (r) => `${r.probes} (${r.failures})`, `${TARGETS} a second`, fmt(real.probes / (TARGETS * SECONDS), 3));
-row("start lateness p50 / p99 / max, ms", lat, `max ${LATENESS_BUDGET_MS}`, fmt(real.lateness.max / LATENESS_BUDGET_MS, 2));
+row(
+  "probes run (failed)",
+  (r) => `${r.probes} (${r.failures})`,
+  `${TARGETS} a second`,
+  fmt(real.probes / (TARGETS * SECONDS), 3),
+);
+row(
+  "start lateness p50 / p99 / max, ms",
+  lat,
+  `max ${LATENESS_BUDGET_MS}`,
+  fmt(real.lateness.max / LATENESS_BUDGET_MS, 2),
+);
 row("turns skipped (probe still running)", (r) => String(r.skipped), "0", "");
-row("RSS MiB, start → end (max)", (r) => mem(r.rssMiB), "flat", fmt((real.rssMiB.at(-1) ?? 0) / (real.rssMiB[0] ?? 1), 2));
-row("heap used MiB, start → end (max)", (r) => mem(r.heapMiB), "flat", fmt((real.heapMiB.at(-1) ?? 0) / (real.heapMiB[0] ?? 1), 2));
+row(
+  "RSS MiB, start → end (max)",
+  (r) => mem(r.rssMiB),
+  "flat",
+  fmt((real.rssMiB.at(-1) ?? 0) / (real.rssMiB[0] ?? 1), 2),
+);
+row(
+  "heap used MiB, start → end (max)",
+  (r) => mem(r.heapMiB),
+  "flat",
+  fmt((real.heapMiB.at(-1) ?? 0) / (real.heapMiB[0] ?? 1), 2),
+);
 if (detect) {
-  console.log(`\ndetection (interval ${INTERVAL_MS} ms × unhealthyThreshold ${UNHEALTHY} + timeout ${TIMEOUT_MS} ms = ${detect.budget} ms):\n`);
+  console.log(
+    `\ndetection (interval ${INTERVAL_MS} ms × unhealthyThreshold ${UNHEALTHY} + timeout ${TIMEOUT_MS} ms = ${detect.budget} ms):\n`,
+  );
   console.log("| target starts to | detection times, ms | worst / budget |");
   console.log("| --- | --- | --- |");
   for (const mode of ["503", "hang", "refuse"]) {
     const ms = detect.results.filter((r) => r.mode === mode).map((r) => r.ms);
-    console.log(`| ${mode} | ${ms.map((m) => fmt(m, 0)).join(", ")} | ${fmt(Math.max(...ms) / detect.budget, 2)} |`);
+    console.log(
+      `| ${mode} | ${ms.map((m) => fmt(m, 0)).join(", ")} | ${fmt(Math.max(...ms) / detect.budget, 2)} |`,
+    );
   }
 }

@@ -16,7 +16,7 @@
  * `forget(key)` and `close()` destroy connections at once; nothing stays open after
  * close(). What counts as success is probe-once.ts's `parseHead`.
  */
-import { connect as tcpConnect, type Socket } from "node:net";
+import { type Socket, connect as tcpConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { MAX_HEAD_BYTES, type ProbeRequest, parseHead, probeOnce } from "./probe-once.ts";
 import type { ProbeOutcome } from "./state-machine.ts";
@@ -36,6 +36,8 @@ interface Pending {
 
 interface Conn {
   readonly socket: Socket;
+  /** the request bytes, built once per connection */
+  readonly request: Buffer;
   connected: boolean;
   /** bytes of the last answer's body still to come */
   bodyLeft: number;
@@ -80,7 +82,12 @@ export class ProbeConnections {
     for (const [key, conn] of this.#conns) this.#drop(key, conn, { ok: false, reason: "prober closed" });
   }
 
-  #send(req: KeyedProbeRequest, deadline: number, resolve: (o: ProbeOutcome) => void, mayRetry: boolean): void {
+  #send(
+    req: KeyedProbeRequest,
+    deadline: number,
+    resolve: (o: ProbeOutcome) => void,
+    mayRetry: boolean,
+  ): void {
     let conn = this.#conns.get(req.key);
     if (conn && (conn.dead || conn.bodyLeft > 0 || conn.pending)) {
       this.#drop(req.key, conn, undefined);
@@ -96,21 +103,37 @@ export class ProbeConnections {
       reused,
       resolve,
       gotBytes: false,
-      timer: setTimeout(() => this.#finish(req.key, c, { ok: false, reason: `timeout after ${req.timeoutMs} ms` }, true), left),
+      timer: setTimeout(
+        () => this.#finish(req.key, c, { ok: false, reason: `timeout after ${req.timeoutMs} ms` }, true),
+        left,
+      ),
     };
-    if (c.connected) this.#write(c, req);
+    if (c.connected) c.socket.write(c.request);
   }
 
   #connect(req: KeyedProbeRequest): Conn {
     const onConnect = () => {
       conn.connected = true;
-      if (conn.pending) this.#write(conn, conn.pending.req);
+      if (conn.pending) conn.socket.write(conn.request);
     };
     const socket =
       req.protocol === "HTTPS"
         ? tlsConnect({ host: req.address, port: req.port, rejectUnauthorized: false }, onConnect)
         : tcpConnect({ host: req.address, port: req.port }, onConnect);
-    const conn: Conn = { socket, connected: false, bodyLeft: 0, buf: "", pending: undefined, dead: false };
+    const host = req.address.includes(":") ? `[${req.address}]:${req.port}` : `${req.address}:${req.port}`;
+    const request = Buffer.from(
+      `GET ${req.path ?? "/"} HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: passlb-prober\r\nAccept: */*\r\n\r\n`,
+      "latin1",
+    );
+    const conn: Conn = {
+      socket,
+      request,
+      connected: false,
+      bodyLeft: 0,
+      buf: "",
+      pending: undefined,
+      dead: false,
+    };
     this.#conns.set(req.key, conn);
     socket.setEncoding("latin1");
     socket.on("data", (chunk: string) => this.#data(req.key, conn, chunk));
@@ -133,16 +156,17 @@ export class ProbeConnections {
       this.#finish(req.key, conn, { ok: false, reason }, true);
     };
     socket.on("error", (err: NodeJS.ErrnoException) =>
-      gone(err.code === "ECONNREFUSED" ? "connection refused" : err.code === "ECONNRESET" ? "connection reset" : (err.code ?? err.message)),
+      gone(
+        err.code === "ECONNREFUSED"
+          ? "connection refused"
+          : err.code === "ECONNRESET"
+            ? "connection reset"
+            : (err.code ?? err.message),
+      ),
     );
     socket.on("end", () => gone("connection closed before the response head ended"));
     socket.on("close", () => gone("connection closed before the response head ended"));
     return conn;
-  }
-
-  #write(conn: Conn, req: KeyedProbeRequest): void {
-    const host = req.address.includes(":") ? `[${req.address}]:${req.port}` : `${req.address}:${req.port}`;
-    conn.socket.write(`GET ${req.path ?? "/"} HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: passlb-prober\r\nAccept: */*\r\n\r\n`);
   }
 
   #data(key: string, conn: Conn, chunk: string): void {
@@ -157,7 +181,8 @@ export class ProbeConnections {
     conn.buf += chunk;
     const end = conn.buf.indexOf("\r\n\r\n");
     if (end < 0) {
-      if (conn.buf.length > MAX_HEAD_BYTES) this.#finish(key, conn, { ok: false, reason: "response head too large" }, true);
+      if (conn.buf.length > MAX_HEAD_BYTES)
+        this.#finish(key, conn, { ok: false, reason: "response head too large" }, true);
       else if (!"HTTP/".startsWith(conn.buf.slice(0, 5)))
         this.#finish(key, conn, { ok: false, reason: "not an HTTP response" }, true);
       return;

@@ -136,7 +136,14 @@ export class Prober {
         if (!rephase) continue;
         entry.generation++;
       } else {
-        entry = { target, health: initialHealth(now), generation: 0, removed: false, inFlight: false, queued: false };
+        entry = {
+          target,
+          health: initialHealth(now),
+          generation: 0,
+          removed: false,
+          inFlight: false,
+          queued: false,
+        };
         this.#entries.set(target.key, entry);
       }
       this.#schedule.push(now + this.#random() * target.intervalMs, { entry, generation: entry.generation });
@@ -216,7 +223,8 @@ export class Prober {
       this.#drain();
       if (this.#running === 0 && this.#idle) this.#idle();
     };
-    const failed = (e: unknown) => done({ ok: false, reason: `probe error: ${(e as Error)?.message ?? String(e)}` });
+    const failed = (e: unknown) =>
+      done({ ok: false, reason: `probe error: ${(e as Error)?.message ?? String(e)}` });
     try {
       this.#o.probe(entry.target).then(done, failed);
     } catch (e) {
@@ -230,8 +238,10 @@ export class Prober {
     const step = recordProbe(entry.health, outcome, entry.target, now);
     entry.health = step.health;
     this.#o.onProbe?.({ key: entry.target.key, scheduledAt, startedAt, finishedAt: now, outcome });
-    if (step.transition) this.#o.onEvent({ kind: "transition", target: entry.target, ...step.transition, at: now });
-    if (step.weightChange) this.#o.onEvent({ kind: "weight", target: entry.target, ...step.weightChange, at: now });
+    if (step.transition)
+      this.#o.onEvent({ kind: "transition", target: entry.target, ...step.transition, at: now });
+    if (step.weightChange)
+      this.#o.onEvent({ kind: "weight", target: entry.target, ...step.weightChange, at: now });
   }
 
   #drain(): void {
