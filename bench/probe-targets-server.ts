@@ -43,14 +43,18 @@ function serve(i: number): Promise<void> {
   sockets[i] = open;
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen({ host: benchAddress(i), port, backlog: 64 }, () => resolve());
+    server.listen({ host: benchAddress(i), port, backlog: 511 }, () => resolve());
   });
 }
 
 if (process.send) {
   for (let i = 0; i < count; i += 500)
     await Promise.all(Array.from({ length: Math.min(500, count - i) }, (_, k) => serve(i + k)));
-  process.on("message", (m: { index: number; mode: Mode }) => {
+  process.on("message", (m: { index: number; mode: Mode } | { cpu: true }) => {
+    if ("cpu" in m) {
+      const c = process.cpuUsage();
+      return void process.send?.({ cpu: c.user + c.system });
+    }
     modes[m.index] = m.mode;
     if (m.mode === "refuse") {
       servers[m.index]?.close();

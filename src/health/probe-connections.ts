@@ -18,7 +18,7 @@
  */
 import { type Socket, connect as tcpConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { MAX_HEAD_BYTES, type ProbeRequest, parseHead, probeOnce } from "./probe-once.ts";
+import { afterDeadline, MAX_HEAD_BYTES, type ProbeRequest, parseHead, probeOnce } from "./probe-once.ts";
 import type { ProbeOutcome } from "./state-machine.ts";
 
 export interface KeyedProbeRequest extends ProbeRequest {
@@ -30,7 +30,7 @@ interface Pending {
   readonly deadline: number;
   readonly reused: boolean;
   readonly resolve: (o: ProbeOutcome) => void;
-  readonly timer: ReturnType<typeof setTimeout>;
+  timer: ReturnType<typeof setTimeout> | undefined;
   gotBytes: boolean;
 }
 
@@ -97,17 +97,12 @@ export class ProbeConnections {
     if (!conn) conn = this.#connect(req);
     const c = conn;
     const left = Math.max(0, deadline - performance.now());
-    c.pending = {
-      req,
-      deadline,
-      reused,
-      resolve,
-      gotBytes: false,
-      timer: setTimeout(
-        () => this.#finish(req.key, c, { ok: false, reason: `timeout after ${req.timeoutMs} ms` }, true),
-        left,
-      ),
-    };
+    const pending: Pending = { req, deadline, reused, resolve, gotBytes: false, timer: undefined };
+    pending.timer = afterDeadline(() => {
+      if (c.pending === pending)
+        this.#finish(req.key, c, { ok: false, reason: `timeout after ${req.timeoutMs} ms` }, true);
+    }, left);
+    c.pending = pending;
     if (c.connected) c.socket.write(c.request);
   }
 

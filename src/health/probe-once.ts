@@ -46,6 +46,14 @@ function errorReason(err: NodeJS.ErrnoException): string {
   }
 }
 
+/** A timer whose callback waits one more turn of the event loop (setImmediate runs after
+ * sockets are polled): a busy loop runs expired timers before it reads sockets, and an
+ * answer that arrived before the deadline must not become a timeout because the loop
+ * was late. The callback must check that its probe is still the one waiting. */
+export function afterDeadline(fn: () => void, ms: number): ReturnType<typeof setTimeout> {
+  return setTimeout(() => setImmediate(fn), ms);
+}
+
 /** Reads status and weight from a complete response head (up to the blank line). */
 export function parseHead(head: string, readsWeight: boolean): ProbeOutcome {
   const firstLine = head.slice(0, head.indexOf("\r\n"));
@@ -72,7 +80,7 @@ export function probeOnce(req: ProbeRequest): Promise<ProbeOutcome> {
       socket.destroy();
       resolve(outcome);
     };
-    const timer = setTimeout(
+    const timer = afterDeadline(
       () => finish({ ok: false, reason: `timeout after ${req.timeoutMs} ms` }),
       req.timeoutMs,
     );

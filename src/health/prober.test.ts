@@ -163,14 +163,34 @@ describe("Prober", () => {
     );
   });
 
-  it("skips a turn while the previous probe still runs, and never overlaps one target", async () => {
+  it("starts a turn that came during a probe when that probe ends, and never overlaps one target", async () => {
     const { clock, prober, records } = setup(() => ({ outcome: { ok: true, reason: "HTTP 200" }, ms: 1500 }));
     prober.setTargets([target(1)]);
-    await tick(clock, 6000);
+    await tick(clock, 7000);
     await shutdown(clock, prober);
-    assert.ok(prober.skipped >= 2);
-    for (let i = 1; i < records.length; i++)
-      assert.ok((records[i]?.startedAt ?? 0) >= (records[i - 1]?.finishedAt ?? 0));
+    assert.ok(records.length >= 4, `${records.length} probes`);
+    for (let i = 1; i < records.length; i++) {
+      assert.ok((records[i]?.startedAt ?? 0) >= (records[i - 1]?.finishedAt ?? 0), "no overlap");
+      assert.ok((records[i]?.startedAt ?? 0) - (records[i - 1]?.finishedAt ?? 0) <= 10, "back to back");
+    }
+    assert.ok(prober.skipped >= 1, "a second waiting turn is skipped");
+  });
+
+  it("a hanging target with timeout = interval is detected within interval × threshold + timeout", async () => {
+    let hangSince = Number.POSITIVE_INFINITY;
+    const { clock, prober, events } = setup((t) =>
+      clock.now() >= hangSince
+        ? { outcome: { ok: false, reason: `timeout after ${t.timeoutMs} ms` }, ms: t.timeoutMs }
+        : OK,
+    );
+    prober.setTargets([target(1, { timeoutMs: 1000, unhealthyThreshold: 2 })]);
+    await tick(clock, 2500);
+    hangSince = clock.now();
+    await tick(clock, 6000);
+    const down = events.find((e) => e.kind === "transition" && e.to === "unhealthy");
+    assert.ok(down);
+    assert.ok(down.at - hangSince <= 1000 * 2 + 1000, `detected after ${down.at - hangSince} ms`);
+    await shutdown(clock, prober);
   });
 
   it("forgets removed targets: no late events, no timers left after close", async () => {

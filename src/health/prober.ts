@@ -7,8 +7,10 @@
  *   drift with probe duration), kept in one min-heap served by a single timer armed for
  *   the earliest due time (thousands of per-target timers cost more CPU); its phase in the interval is drawn from a seeded PRNG, so
  *   probes of many targets are spread out rather than arriving in lockstep, and two runs
- *   with one seed behave the same. A probe still running when its next turn comes skips
- *   that turn (timeouts never exceed intervals, so this means a slow clock, not a backlog).
+ *   with one seed behave the same. A turn that comes while the target's previous probe is
+ *   still running starts as soon as that probe ends (so a timeout equal to the interval
+ *   does not cost a turn, and detection stays within interval × threshold + timeout);
+ *   a second such turn is skipped — probes of one target never overlap.
  * - Bounded concurrency: at most `maxConcurrent` probes in flight; the rest wait in a
  *   FIFO queue and start as slots free up.
  * - `setTargets` reconciles: new targets start `unknown`, removed ones stop (their timer
@@ -79,6 +81,8 @@ interface Entry {
   removed: boolean;
   inFlight: boolean;
   queued: boolean;
+  /** a turn that came while the previous probe was running: it starts when that one ends */
+  deferred: number | undefined;
 }
 
 interface Slot {
@@ -109,7 +113,7 @@ export class Prober {
   #running = 0;
   #idle: (() => void) | undefined;
   #closed = false;
-  /** turns skipped because the previous probe of the target was still running */
+  /** turns skipped because the previous probe was still running and another turn already waited */
   skipped = 0;
 
   constructor(options: ProberOptions) {
@@ -143,6 +147,7 @@ export class Prober {
           removed: false,
           inFlight: false,
           queued: false,
+          deferred: undefined,
         };
         this.#entries.set(target.key, entry);
       }
@@ -202,7 +207,8 @@ export class Prober {
 
   #due(entry: Entry, scheduledAt: number): void {
     if (entry.inFlight || entry.queued) {
-      this.skipped++;
+      if (entry.inFlight && !entry.queued && entry.deferred === undefined) entry.deferred = scheduledAt;
+      else this.skipped++;
       return;
     }
     if (this.#running < this.#o.maxConcurrent) this.#start(entry, scheduledAt);
@@ -220,6 +226,9 @@ export class Prober {
       this.#running--;
       entry.inFlight = false;
       this.#finish(entry, outcome, scheduledAt, startedAt);
+      const deferred = entry.deferred;
+      entry.deferred = undefined;
+      if (deferred !== undefined && !entry.removed && !this.#closed) this.#due(entry, deferred);
       this.#drain();
       if (this.#running === 0 && this.#idle) this.#idle();
     };
