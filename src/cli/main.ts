@@ -7,6 +7,7 @@ import { Command, CommanderError } from "commander";
 import { registerAgentCommand } from "./agent-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
+import { registerProbeCommand } from "./probe-command.ts";
 
 export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
   const program = new Command("passlb")
@@ -16,6 +17,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
   registerAgentCommand(program, io, setExitCode, shutdownSignal);
+  registerProbeCommand(program, io, setExitCode, shutdownSignal);
   return program;
 }
 
