@@ -96,6 +96,10 @@ describe("Prober", () => {
       assert.ok(mine.length === 10 || mine.length === 9, `${mine.length} probes`);
       for (let i = 1; i < mine.length; i++) assert.equal((mine[i] ?? 0) - (mine[i - 1] ?? 0), 1000);
     }
+    assert.ok(
+      records.every((r) => r.startedAt - r.scheduledAt <= 5),
+      "probes start within one scheduler tick (5 ms) of their turn",
+    );
   });
 
   it("reports transitions and weights, and detects a failing target within interval × threshold + timeout", async () => {

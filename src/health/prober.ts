@@ -69,6 +69,9 @@ export interface ProberOptions {
   readonly maxConcurrent: number;
   readonly onEvent: (event: ProberEvent) => void;
   readonly onProbe?: (record: ProbeRecord) => void;
+  /** the scheduler wakes at most once per this many ms (default 5): probes due within a
+   * tick start together, at most this late */
+  readonly tickMs?: number;
   /** a target was removed (drop its kept connection) */
   readonly forget?: (key: string) => void;
 }
@@ -90,6 +93,8 @@ interface Slot {
   readonly generation: number;
 }
 
+const DEFAULT_TICK_MS = 5;
+
 /** mulberry32: a small seeded PRNG, enough to spread phases */
 function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
@@ -110,6 +115,7 @@ export class Prober {
   readonly #queue: { entry: Entry; scheduledAt: number }[] = [];
   #timer: TimerHandle | undefined;
   #timerDue = Number.POSITIVE_INFINITY;
+  #lastTick = Number.NEGATIVE_INFINITY;
   #running = 0;
   #idle: (() => void) | undefined;
   #closed = false;
@@ -183,16 +189,20 @@ export class Prober {
   /** one timer, armed for the earliest due slot */
   #arm(): void {
     const head = this.#schedule.peek();
-    if (this.#closed || !head || head.due >= this.#timerDue) return;
+    if (this.#closed || !head) return;
+    // wake at most once per tick: each wake-up costs more than the probes it starts
+    const at = Math.max(head.due, this.#lastTick + (this.#o.tickMs ?? DEFAULT_TICK_MS));
+    if (at >= this.#timerDue) return;
     if (this.#timer) this.#o.clock.clearTimer(this.#timer);
-    this.#timerDue = head.due;
-    this.#timer = this.#o.clock.setTimer(() => this.#tick(), head.due - this.#o.clock.now());
+    this.#timerDue = at;
+    this.#timer = this.#o.clock.setTimer(() => this.#tick(), at - this.#o.clock.now());
   }
 
   #tick(): void {
     this.#timer = undefined;
     this.#timerDue = Number.POSITIVE_INFINITY;
     const now = this.#o.clock.now();
+    this.#lastTick = now;
     for (let head = this.#schedule.peek(); head && head.due <= now; head = this.#schedule.peek()) {
       this.#schedule.pop();
       const { entry, generation } = head.item;

@@ -8,7 +8,13 @@ import { HealthServers } from "../../src/health/health-servers.ts";
 import { freePort } from "./net-helpers.ts";
 
 const HOST = "127.0.0.1";
-const PARAMS = { intervalMs: 1000, timeoutMs: 1000, healthyThreshold: 1, unhealthyThreshold: 2, readsWeight: false };
+const PARAMS = {
+  intervalMs: 1000,
+  timeoutMs: 1000,
+  healthyThreshold: 1,
+  unhealthyThreshold: 2,
+  readsWeight: false,
+};
 
 it("parses probe URLs", () => {
   assert.equal(parseProbeUrl("http://192.0.2.1:10256/healthz", PARAMS)?.key, "HTTP 192.0.2.1:10256/healthz");
@@ -54,7 +60,10 @@ it("probes, prints results and transitions, and exits 1 when a target ends unhea
   const text = out.join("");
   assert.match(text, new RegExp(`HTTP 127\\.0\\.0\\.1:${port}/healthz: ok +HTTP 200 weight 2`));
   assert.match(text, /unknown → healthy/);
-  assert.match(text, new RegExp(`TCP 127\\.0\\.0\\.1:${closed}: unknown → unhealthy \\(2 consecutive failures`));
+  assert.match(
+    text,
+    new RegExp(`TCP 127\\.0\\.0\\.1:${closed}: unknown → unhealthy \\(2 consecutive failures`),
+  );
   assert.match(text, new RegExp(`TCP 127\\.0\\.0\\.1:${closed}: unhealthy\\n`));
   assert.equal(code, 1);
 });
