@@ -18,7 +18,16 @@
  */
 import { type Socket, connect as tcpConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { afterDeadline, MAX_HEAD_BYTES, type ProbeRequest, parseHead, probeOnce } from "./probe-once.ts";
+import {
+  afterDeadline,
+  CLOSED_EARLY,
+  errorReason,
+  type ProbeRequest,
+  parseHead,
+  partialHeadVerdict,
+  probeOnce,
+  requestText,
+} from "./probe-once.ts";
 import type { ProbeOutcome } from "./state-machine.ts";
 
 export interface KeyedProbeRequest extends ProbeRequest {
@@ -115,11 +124,7 @@ export class ProbeConnections {
       req.protocol === "HTTPS"
         ? tlsConnect({ host: req.address, port: req.port, rejectUnauthorized: false }, onConnect)
         : tcpConnect({ host: req.address, port: req.port }, onConnect);
-    const host = req.address.includes(":") ? `[${req.address}]:${req.port}` : `${req.address}:${req.port}`;
-    const request = Buffer.from(
-      `GET ${req.path ?? "/"} HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: passlb-prober\r\nAccept: */*\r\n\r\n`,
-      "latin1",
-    );
+    const request = Buffer.from(requestText(req, false), "latin1");
     const conn: Conn = {
       socket,
       request,
@@ -150,17 +155,9 @@ export class ProbeConnections {
       }
       this.#finish(req.key, conn, { ok: false, reason }, true);
     };
-    socket.on("error", (err: NodeJS.ErrnoException) =>
-      gone(
-        err.code === "ECONNREFUSED"
-          ? "connection refused"
-          : err.code === "ECONNRESET"
-            ? "connection reset"
-            : (err.code ?? err.message),
-      ),
-    );
-    socket.on("end", () => gone("connection closed before the response head ended"));
-    socket.on("close", () => gone("connection closed before the response head ended"));
+    socket.on("error", (err: NodeJS.ErrnoException) => gone(errorReason(err)));
+    socket.on("end", () => gone(CLOSED_EARLY));
+    socket.on("close", () => gone(CLOSED_EARLY));
     return conn;
   }
 
@@ -176,10 +173,8 @@ export class ProbeConnections {
     conn.buf += chunk;
     const end = conn.buf.indexOf("\r\n\r\n");
     if (end < 0) {
-      if (conn.buf.length > MAX_HEAD_BYTES)
-        this.#finish(key, conn, { ok: false, reason: "response head too large" }, true);
-      else if (!"HTTP/".startsWith(conn.buf.slice(0, 5)))
-        this.#finish(key, conn, { ok: false, reason: "not an HTTP response" }, true);
+      const verdict = partialHeadVerdict(conn.buf);
+      if (verdict) this.#finish(key, conn, verdict, true);
       return;
     }
     const head = conn.buf.slice(0, end + 2);

@@ -30,9 +30,24 @@ export interface ProbeRequest {
 export const MAX_HEAD_BYTES = 8192;
 
 const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: [^\r\n]*)?$/;
-const WEIGHT = /^\r?\nx-load-balancing-endpoint-weight:[ \t]*(\S*)[ \t]*$/im;
+const WEIGHT = /\r\nx-load-balancing-endpoint-weight:[ \t]*([^\r\n]*?)[ \t]*\r\n/i;
 
-function errorReason(err: NodeJS.ErrnoException): string {
+export const CLOSED_EARLY = "connection closed before the response head ended";
+
+/** The probe's request: one GET, nothing else the target needs. */
+export function requestText(req: ProbeRequest, close: boolean): string {
+  const host = req.address.includes(":") ? `[${req.address}]:${req.port}` : `${req.address}:${req.port}`;
+  return `GET ${req.path ?? "/"} HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: passlb-prober\r\nAccept: */*\r\n${close ? "Connection: close\r\n" : ""}\r\n`;
+}
+
+/** A verdict on an answer whose head has not ended yet, when one is already due. */
+export function partialHeadVerdict(buffered: string): ProbeOutcome | undefined {
+  if (buffered.length > MAX_HEAD_BYTES) return { ok: false, reason: "response head too large" };
+  if (!"HTTP/".startsWith(buffered.slice(0, 5))) return { ok: false, reason: "not an HTTP response" };
+  return undefined;
+}
+
+export function errorReason(err: NodeJS.ErrnoException): string {
   switch (err.code) {
     case "ECONNREFUSED":
       return "connection refused";
@@ -54,7 +69,7 @@ export function afterDeadline(fn: () => void, ms: number): ReturnType<typeof set
   return setTimeout(() => setImmediate(fn), ms);
 }
 
-/** Reads status and weight from a complete response head (up to the blank line). */
+/** Reads status and weight from a complete response head (through the last header's CRLF). */
 export function parseHead(head: string, readsWeight: boolean): ProbeOutcome {
   const firstLine = head.slice(0, head.indexOf("\r\n"));
   const m = STATUS_LINE.exec(firstLine);
@@ -62,7 +77,7 @@ export function parseHead(head: string, readsWeight: boolean): ProbeOutcome {
   const status = Number(m[1]);
   let weight: number | undefined;
   if (readsWeight) {
-    const w = WEIGHT.exec(head.slice(firstLine.length));
+    const w = WEIGHT.exec(head);
     if (w && /^\d{1,9}$/.test(w[1] ?? "")) weight = Number(w[1]);
   }
   return { ok: status === 200, reason: `HTTP ${status}`, ...(weight !== undefined && { weight }) };
@@ -84,14 +99,9 @@ export function probeOnce(req: ProbeRequest): Promise<ProbeOutcome> {
       () => finish({ ok: false, reason: `timeout after ${req.timeoutMs} ms` }),
       req.timeoutMs,
     );
-    const hostHeader = req.address.includes(":")
-      ? `[${req.address}]:${req.port}`
-      : `${req.address}:${req.port}`;
     const sendRequest = () => {
       if (req.protocol === "TCP") return finish({ ok: true, reason: "TCP connect" });
-      socket.write(
-        `GET ${req.path ?? "/"} HTTP/1.1\r\nHost: ${hostHeader}\r\nUser-Agent: passlb-prober\r\nAccept: */*\r\nConnection: close\r\n\r\n`,
-      );
+      socket.write(requestText(req, true));
     };
     if (req.protocol === "HTTPS") {
       socket = tlsConnect({ host: req.address, port: req.port, rejectUnauthorized: false }, sendRequest);
@@ -104,12 +114,10 @@ export function probeOnce(req: ProbeRequest): Promise<ProbeOutcome> {
       head += chunk;
       const end = head.indexOf("\r\n\r\n");
       if (end >= 0) return finish(parseHead(head.slice(0, end + 2), req.readsWeight));
-      if (head.length > MAX_HEAD_BYTES) finish({ ok: false, reason: "response head too large" });
-      else if (!"HTTP/".startsWith(head.slice(0, 5))) finish({ ok: false, reason: "not an HTTP response" });
+      const verdict = partialHeadVerdict(head);
+      if (verdict) finish(verdict);
     });
-    socket.on("end", () => finish({ ok: false, reason: "connection closed before the response head ended" }));
-    socket.on("close", () =>
-      finish({ ok: false, reason: "connection closed before the response head ended" }),
-    );
+    socket.on("end", () => finish({ ok: false, reason: CLOSED_EARLY }));
+    socket.on("close", () => finish({ ok: false, reason: CLOSED_EARLY }));
   });
 }

@@ -100,6 +100,11 @@ export function targetKey(t: {
   return `${t.protocol} ${joinHostPort(t.address, t.port)}${t.protocol === "TCP" ? "" : (t.path ?? "/")}`;
 }
 
+/** the request path a check probes: none for TCP, "/" when an HTTP check names none */
+function checkPath(check: HealthCheck): string | null {
+  return check.protocol === "TCP" ? null : (check.path ?? "/");
+}
+
 function backendAddresses(plan: LoadBalancerPlan, addresses: { IPv4?: string; IPv6?: string }) {
   const families: readonly IpFamily[] = plan.ipFamilies.length > 0 ? plan.ipFamilies : ["IPv4", "IPv6"];
   const out: { family: IpFamily; address: string }[] = [];
@@ -123,7 +128,7 @@ export function probeTargets(
       for (const backend of plan.backends) {
         if (!backend.included) continue;
         for (const { family, address } of backendAddresses(plan, backend.addresses)) {
-          const path = check.protocol === "TCP" ? null : (check.path ?? "/");
+          const path = checkPath(check);
           const key = targetKey({ protocol: check.protocol, address, port: check.port, path });
           const user = { service: plan.service, check: check.id, node: backend.node };
           const intervalMs = check.intervalSeconds * 1000;
@@ -195,8 +200,9 @@ export function backendHealth(
         let worst: HealthState = "healthy";
         let seen = false;
         for (const { address } of addresses) {
-          const path = check.protocol === "TCP" ? null : (check.path ?? "/");
-          const h = states.get(targetKey({ protocol: check.protocol, address, port: check.port, path }));
+          const h = states.get(
+            targetKey({ protocol: check.protocol, address, port: check.port, path: checkPath(check) }),
+          );
           const state = h?.state ?? "unknown";
           seen = true;
           if (WORSE[state] > WORSE[worst]) worst = state;
