@@ -92,6 +92,8 @@ export function registerAgentCommand(
       let families: readonly IpFamily[] = ["IPv4"];
       let lastGood: Snapshot | undefined;
       let lastReport = "";
+      let lastFindings = "";
+      let lastEligibility = "";
       const source = new ManifestFolderSource({
         path: opts.manifests,
         rereadMs: syncSeconds * 1000,
@@ -118,6 +120,18 @@ export function registerAgentCommand(
           }
           lastGood = read.snapshot;
           const model = agentHealthModel(read.snapshot, opts.node);
+          const findings = model.findings.map((f) => `${f.severity} ${f.code}: ${f.message}`).join("\n");
+          const eligibility = model.nodeEligible
+            ? `Node ${opts.node} is eligible`
+            : `Node ${opts.node} is not eligible (/healthz answers 503): ${model.ineligibleReason}`;
+          if (eligibility !== lastEligibility) {
+            lastEligibility = eligibility;
+            log(eligibility);
+          }
+          if (findings !== lastFindings) {
+            lastFindings = findings;
+            for (const line of findings === "" ? [] : findings.split("\n")) log(line);
+          }
           families = model.families;
           await servers.update(model);
           for (const f of families) servers.markUpdated(f);

@@ -62,6 +62,7 @@ it("serves the folder, follows edits and stops on the signal", async () => {
     (a) => a.status === 200,
   );
   assert.equal(healthz.status, 200);
+  assert.match(stderr.join(""), /warning health_check_node_port_missing: Service shop\/no-port/);
   assert.equal(await status(30100)(), 200);
   assert.equal(await status(30101)(), 503);
 
