@@ -88,7 +88,14 @@ export class HealthServers {
     if (this.#closed) return;
     this.#model = model;
     this.#byPort = new Map(model.services.map((s) => [s.port, s]));
-    if (!this.#healthz) this.#healthz = await this.#open(this.#options.healthz, "healthz", undefined);
+    if (!this.#healthz) {
+      const healthz = await this.#open(this.#options.healthz, "healthz", undefined);
+      if (this.#closed) {
+        if (healthz) await closeServer(healthz);
+        return;
+      }
+      this.#healthz = healthz;
+    }
     for (const [port, entry] of this.#services) {
       if (this.#byPort.has(port)) continue;
       this.#services.delete(port);
