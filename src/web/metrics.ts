@@ -1,0 +1,301 @@
+/**
+ * Every Prometheus metric of passlb, defined once: name, help, type and label names, in
+ * one prom-client Registry per process (no global registry, so tests and several
+ * commands in one process do not collide). Adapters never touch prom-client: they call
+ * the typed `Metrics` facade (`metrics.probeResult(node, ok, seconds)`), which keeps the
+ * label sets bounded (Service, node, pool, fixed enums — never an address, a port or a
+ * client).
+ *
+ * Naming follows the Prometheus conventions (prometheus.io/docs/practices/naming): the
+ * `passlb_` prefix, base units in the name (`_seconds`, `_bytes`, `_ratio`), `_total` on
+ * counters only. The programming-latency histogram follows the Kubernetes network
+ * programming SLI (`network_programming_duration_seconds`, kubernetes/community
+ * sig-scalability/slos/network_programming_latency.md): from the Kubernetes change a
+ * process saw to the data plane taking it.
+ *
+ * docs/metrics.md lists each metric; metrics.test.ts keeps the two in step.
+ * Not here: deciding what to observe (the adapters and `observeForwarding` do) and HTTP
+ * (dashboard-server.ts serves `registry.metrics()`).
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
+import { slotsMoved } from "../dataplane/maglev.ts";
+import type { MaglevTable } from "../dataplane/maglev.ts";
+import type { Finding } from "../plan/load-balancer-plan.ts";
+import { type BackendState, backendStates } from "./backend-states.ts";
+
+export type ReconcileOutcome = "ok" | "retry" | "reprocess_all" | "failed";
+export type NftKind = "full" | "incremental";
+export type Direction = "to_backend" | "to_client";
+
+/** Histogram buckets in seconds: probes and nft transactions (ms to a few s). */
+const FAST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Programming latency: the Kubernetes SLI's range (sub-second to a minute). */
+const PROGRAMMING_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60];
+const RATIO = [0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1];
+
+function define(registry: Registry) {
+  const r = [registry];
+  return {
+    servicesProgrammed: new Gauge({
+      name: "passlb_services_programmed",
+      help: "LoadBalancer Services this process currently programs.",
+      registers: r,
+    }),
+    vipsProgrammed: new Gauge({
+      name: "passlb_vips_programmed",
+      help: "Virtual IP addresses this process currently programs, by address family.",
+      labelNames: ["family"] as const,
+      registers: r,
+    }),
+    backends: new Gauge({
+      name: "passlb_service_backends",
+      help: "Backend nodes per Service by state (healthy, unhealthy, unknown, excluded).",
+      labelNames: ["service", "state"] as const,
+      registers: r,
+    }),
+    nodeWeight: new Gauge({
+      name: "passlb_node_weight",
+      help: "Weight a node's new connections are chosen with, per Service (0 for a drained or excluded node).",
+      labelNames: ["service", "node"] as const,
+      registers: r,
+    }),
+    failOpen: new Gauge({
+      name: "passlb_service_fail_open",
+      help: "1 when no backend of a Service listener is healthy and all of them serve (fail-open).",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
+    issues: new Gauge({
+      name: "passlb_plan_issues",
+      help: "Current planner issues by code and severity.",
+      labelNames: ["code", "severity"] as const,
+      registers: r,
+    }),
+    probes: new Counter({
+      name: "passlb_health_probes_total",
+      help: "Health probes finished, by node and result (success, failure).",
+      labelNames: ["node", "result"] as const,
+      registers: r,
+    }),
+    probeSeconds: new Histogram({
+      name: "passlb_health_probe_duration_seconds",
+      help: "Time a health probe took, by result.",
+      labelNames: ["result"] as const,
+      buckets: FAST_SECONDS,
+      registers: r,
+    }),
+    transitions: new Counter({
+      name: "passlb_health_transitions_total",
+      help: "Health state changes of probe targets, by node and new state.",
+      labelNames: ["node", "to"] as const,
+      registers: r,
+    }),
+    maglevRebuilds: new Counter({
+      name: "passlb_maglev_rebuilds_total",
+      help: "Maglev tables rebuilt because their backends or weights changed, per Service.",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
+    slotsMoved: new Histogram({
+      name: "passlb_maglev_slots_moved_ratio",
+      help: "Share of Maglev slots that changed backend in a rebuild (tables of equal size).",
+      buckets: RATIO,
+      registers: r,
+    }),
+    nftTransactions: new Counter({
+      name: "passlb_nft_transactions_total",
+      help: "nftables transactions sent to the kernel, by kind (full, incremental) and result (ok, failed).",
+      labelNames: ["kind", "result"] as const,
+      registers: r,
+    }),
+    nftSeconds: new Histogram({
+      name: "passlb_nft_transaction_duration_seconds",
+      help: "Time an nftables transaction took, by kind.",
+      labelNames: ["kind"] as const,
+      buckets: FAST_SECONDS,
+      registers: r,
+    }),
+    programming: new Histogram({
+      name: "passlb_network_programming_duration_seconds",
+      help: "Time from a Kubernetes change (or health change) seen by passlb to the data plane taking it, by data plane.",
+      labelNames: ["dataplane"] as const,
+      buckets: PROGRAMMING_SECONDS,
+      registers: r,
+    }),
+    connections: new Counter({
+      name: "passlb_connections_total",
+      help: "Connections (TCP) and flows (UDP) sent to a backend node, per Service.",
+      labelNames: ["service", "node"] as const,
+      registers: r,
+    }),
+    bytes: new Counter({
+      name: "passlb_bytes_total",
+      help: "Bytes forwarded per Service and backend node, by direction (to_backend, to_client).",
+      labelNames: ["service", "node", "direction"] as const,
+      registers: r,
+    }),
+    reconciles: new Counter({
+      name: "passlb_reconciles_total",
+      help: "Reconcile passes by controller and outcome (ok, retry, reprocess_all, failed).",
+      labelNames: ["controller", "outcome"] as const,
+      registers: r,
+    }),
+    watchRestarts: new Counter({
+      name: "passlb_watch_restarts_total",
+      help: "Kubernetes API watches (or manifest folder reads) restarted after an error, by resource.",
+      labelNames: ["resource"] as const,
+      registers: r,
+    }),
+    poolSize: new Gauge({
+      name: "passlb_ip_pool_addresses",
+      help: "Addresses an IP pool can hand out, by pool and family.",
+      labelNames: ["pool", "family"] as const,
+      registers: r,
+    }),
+    poolUsed: new Gauge({
+      name: "passlb_ip_pool_addresses_used",
+      help: "Addresses of an IP pool given to Services, by pool and family.",
+      labelNames: ["pool", "family"] as const,
+      registers: r,
+    }),
+  };
+}
+
+type Defined = ReturnType<typeof define>;
+
+export interface MetricsOptions {
+  /** also export Node.js process metrics (process_*, nodejs_*; unprefixed, prom-client defaults) */
+  readonly processMetrics?: boolean;
+}
+
+/** The typed facade adapters call; owns the registry. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #m: Defined;
+  /** last table per `service listener` for rebuild and slots-moved accounting */
+  readonly #tables = new Map<string, MaglevTable>();
+
+  constructor(options: MetricsOptions = {}) {
+    this.#m = define(this.registry);
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** `text/plain; version=0.0.4` exposition */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  probeResult(node: string, ok: boolean, seconds: number): void {
+    const result = ok ? "success" : "failure";
+    this.#m.probes.inc({ node, result });
+    this.#m.probeSeconds.observe({ result }, seconds);
+  }
+
+  healthTransition(node: string, to: string): void {
+    this.#m.transitions.inc({ node, to });
+  }
+
+  nftTransaction(kind: NftKind, ok: boolean, seconds: number): void {
+    this.#m.nftTransactions.inc({ kind, result: ok ? "ok" : "failed" });
+    this.#m.nftSeconds.observe({ kind }, seconds);
+  }
+
+  programmed(dataplane: string, seconds: number): void {
+    this.#m.programming.observe({ dataplane }, seconds);
+  }
+
+  connection(service: string, node: string): void {
+    this.#m.connections.inc({ service, node });
+  }
+
+  bytes(service: string, node: string, direction: Direction, n: number): void {
+    if (n > 0) this.#m.bytes.inc({ service, node, direction }, n);
+  }
+
+  /** data planes that count in the kernel (nft counters) report totals, not increments */
+  connectionTotals(service: string, node: string, total: number): void {
+    this.#setCounter(this.#m.connections, { service, node }, total);
+  }
+
+  reconcile(controller: string, outcome: ReconcileOutcome): void {
+    this.#m.reconciles.inc({ controller, outcome });
+  }
+
+  watchRestart(resource: string): void {
+    this.#m.watchRestarts.inc({ resource });
+  }
+
+  ipPool(pool: string, family: string, size: number, used: number): void {
+    this.#m.poolSize.set({ pool, family }, size);
+    this.#m.poolUsed.set({ pool, family }, used);
+  }
+
+  /**
+   * The gauges that describe what is programmed now, from the forwarding state the data
+   * plane just took; counts Maglev rebuilds and the slots they moved against the previous call.
+   */
+  observeForwarding(forwarding: readonly ServiceForwarding[], extraIssues: readonly Finding[] = []): void {
+    const m = this.#m;
+    for (const g of [m.vipsProgrammed, m.backends, m.nodeWeight, m.failOpen, m.issues]) g.reset();
+    m.servicesProgrammed.set(forwarding.length);
+    const families = { IPv4: 0, IPv6: 0 };
+    const issues = new Map<string, { code: string; severity: string; n: number }>();
+    const seen = new Set<string>();
+    for (const fw of forwarding) {
+      const service = fw.service;
+      for (const v of fw.plan.vips) families[v.family]++;
+      const counts: Record<BackendState, number> = { healthy: 0, unhealthy: 0, unknown: 0, excluded: 0 };
+      for (const b of backendStates(fw)) {
+        counts[b.state]++;
+        m.nodeWeight.set({ service, node: b.node }, b.weight);
+      }
+      for (const [state, n] of Object.entries(counts)) m.backends.set({ service, state }, n);
+      m.failOpen.set({ service }, fw.listeners.some((l) => l.failOpen) ? 1 : 0);
+      for (const l of fw.listeners) {
+        const key = `${service} ${l.listener}`;
+        seen.add(key);
+        const before = this.#tables.get(key);
+        this.#tables.set(key, l.table);
+        if (!before || sameTable(before, l.table)) continue;
+        m.maglevRebuilds.inc({ service });
+        if (before.size === l.table.size) m.slotsMoved.observe(slotsMoved(before, l.table));
+      }
+      for (const i of fw.plan.issues) countIssue(issues, i);
+    }
+    for (const i of extraIssues) countIssue(issues, i);
+    for (const key of [...this.#tables.keys()]) if (!seen.has(key)) this.#tables.delete(key);
+    for (const [family, n] of Object.entries(families)) m.vipsProgrammed.set({ family }, n);
+    for (const i of issues.values()) m.issues.set({ code: i.code, severity: i.severity }, i.n);
+  }
+
+  #setCounter(c: Counter<"service" | "node">, labels: { service: string; node: string }, total: number): void {
+    // prom-client counters only go up; a kernel counter that was reset (table rebuilt) restarts from it
+    const key = `${labels.service}\u0000${labels.node}`;
+    const last = this.#totals.get(key) ?? 0;
+    const delta = total >= last ? total - last : total;
+    this.#totals.set(key, total);
+    if (delta > 0) c.inc(labels, delta);
+  }
+
+  readonly #totals = new Map<string, number>();
+}
+
+function countIssue(into: Map<string, { code: string; severity: string; n: number }>, i: Finding): void {
+  const key = `${i.code} ${i.severity}`;
+  const e = into.get(key) ?? { code: i.code, severity: i.severity, n: 0 };
+  e.n++;
+  into.set(key, e);
+}
+
+function sameTable(a: MaglevTable, b: MaglevTable): boolean {
+  if (a === b) return true;
+  if (a.size !== b.size || a.backends.length !== b.backends.length) return false;
+  if (a.backends.some((n, i) => n !== b.backends[i])) return false;
+  for (let i = 0; i < a.size; i++) if (a.slots[i] !== b.slots[i]) return false;
+  return true;
+}
