@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { type MemberHealth, serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
+import { type DashboardInput, dashboardState, STRIP_CELLS } from "../../src/web/dashboard-state.ts";
+import { assertGolden } from "../golden.ts";
+import { webPlans } from "../support/web-fixture.ts";
+
+const FIXTURES = new URL("../fixtures/web/", import.meta.url);
+
+interface InputFile {
+  now: number;
+  startedAt: number;
+  health: Record<string, MemberHealth>;
+  recentConnections: Record<string, Record<string, number>>;
+  events: DashboardInput["events"];
+  issues: DashboardInput["issues"];
+}
+
+function input(): DashboardInput {
+  const file = JSON.parse(readFileSync(new URL("dashboard-input.json", FIXTURES), "utf8")) as InputFile;
+  const health = (service: string, _check: string, node: string): MemberHealth =>
+    file.health[`${service} ${node}`] ?? { state: "unknown" };
+  return {
+    now: file.now,
+    startedAt: file.startedAt,
+    process: "passlb up",
+    dataplane: "userspace",
+    forwarding: webPlans().map((p) => serviceForwarding(p, health, { seed: 7 })),
+    health,
+    windowSeconds: 10,
+    recentConnections: new Map(Object.entries(file.recentConnections).map(([s, m]) => [s, new Map(Object.entries(m))])),
+    events: file.events,
+    issues: file.issues,
+  };
+}
+
+test("/api/v1/state for the web scenario (golden)", () => {
+  assertGolden(new URL("dashboard-state.golden.json", FIXTURES).pathname, dashboardState(input()));
+});
+
+test("the view says what the operator must see", () => {
+  const state = dashboardState(input());
+  const web = state.services.find((s) => s.service === "default/web")!;
+  const byNode = new Map(web.nodes.map((n) => [n.node, n]));
+  assert.equal(byNode.get("node-b")?.state, "unhealthy");
+  assert.equal(byNode.get("node-b")?.active, false);
+  assert.equal(byNode.get("node-c")?.state, "excluded");
+  assert.equal(byNode.get("node-a")?.connectionShare, 0.75);
+  assert.equal(byNode.get("node-a")?.slotShare, 1, "the only healthy node owns every slot");
+  for (const l of web.listeners) {
+    assert.equal(
+      l.maglev.strip.reduce((n, [, len]) => n + len, 0),
+      Math.min(STRIP_CELLS, l.maglev.size),
+      "the strip covers every cell",
+    );
+    assert.deepEqual(l.maglev.strip, [[web.nodes.findIndex((n) => n.node === "node-a"), l.maglev.cells]]);
+  }
+  assert.equal(state.summary.services, 2);
+  assert.equal(state.summary.issues.warning >= 1, true);
+});
+
+test("a healthy pair splits the strip about evenly, in runs", () => {
+  const plans = webPlans();
+  const web = plans.find((p) => p.service === "default/web")!;
+  const state = dashboardState({
+    ...input(),
+    forwarding: [serviceForwarding(web, () => ({ state: "healthy" }), { seed: 7 })],
+    health: () => ({ state: "healthy" }),
+  });
+  const l = state.services[0]!.listeners[0]!;
+  const cells = new Map<number, number>();
+  for (const [who, len] of l.maglev.strip) cells.set(who, (cells.get(who) ?? 0) + len);
+  assert.equal(cells.has(-1), false);
+  for (const n of cells.values()) assert.ok(n > l.maglev.cells * 0.35, `each node has a fair part: ${n}`);
+  assert.ok(l.maglev.strip.length > 10, "Maglev interleaves owners");
+});
