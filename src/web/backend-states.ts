@@ -40,7 +40,9 @@ export function backendStates(fw: ServiceForwarding, health?: HealthLookup): Bac
         if (!active && check.readsWeight && h.weight !== undefined) weight = h.weight;
       }
     } else {
-      const failOpenOnly = fw.listeners.every((l) => l.failOpen || !l.backends.some((a) => a.node === b.node));
+      const failOpenOnly = fw.listeners.every(
+        (l) => l.failOpen || !l.backends.some((a) => a.node === b.node),
+      );
       state = active && !failOpenOnly ? "healthy" : fw.listeners.length > 0 ? "unhealthy" : "unknown";
     }
     return { ...base, state, weight, active };

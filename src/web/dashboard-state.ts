@@ -75,7 +75,12 @@ export interface DashboardListener {
   readonly nodePort: number | null;
   readonly failOpen: boolean;
   readonly activeBackends: number;
-  readonly healthCheck: { readonly id: string; readonly protocol: string; readonly port: number; readonly path: string | null } | null;
+  readonly healthCheck: {
+    readonly id: string;
+    readonly protocol: string;
+    readonly port: number;
+    readonly path: string | null;
+  } | null;
   readonly maglev: {
     readonly size: number;
     readonly cells: number;
@@ -95,7 +100,12 @@ export interface DashboardService {
   readonly zonalAffinity: boolean;
   readonly sessionAffinity: string;
   readonly sourceRanges: readonly string[];
-  readonly vips: readonly { readonly address: string; readonly family: string; readonly pool: string | null; readonly source: string }[];
+  readonly vips: readonly {
+    readonly address: string;
+    readonly family: string;
+    readonly pool: string | null;
+    readonly source: string;
+  }[];
   readonly listeners: readonly DashboardListener[];
   readonly nodes: readonly DashboardNode[];
   readonly connections: number;
@@ -179,7 +189,12 @@ function serviceView(fw: ServiceForwarding, input: DashboardInput): DashboardSer
     zonalAffinity: plan.zonalAffinity,
     sessionAffinity: plan.sessionAffinity.type,
     sourceRanges: plan.sourceRanges,
-    vips: plan.vips.map((v) => ({ address: v.address, family: v.family, pool: v.pool ?? null, source: v.source })),
+    vips: plan.vips.map((v) => ({
+      address: v.address,
+      family: v.family,
+      pool: v.pool ?? null,
+      source: v.source,
+    })),
     listeners,
     nodes,
     connections: total,
@@ -218,7 +233,9 @@ function listenerView(
     nodePort: planned?.nodePort ?? null,
     failOpen: l.failOpen,
     activeBackends: l.backends.length,
-    healthCheck: check ? { id: check.id, protocol: check.protocol, port: check.port, path: check.path } : null,
+    healthCheck: check
+      ? { id: check.id, protocol: check.protocol, port: check.port, path: check.path }
+      : null,
     maglev: {
       size: table.size,
       cells,

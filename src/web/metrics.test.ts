@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { webPlan } from "../../test/support/web-fixture.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { Metrics } from "./metrics.ts";
-import { webPlan } from "../../test/support/web-fixture.ts";
 
 const DOC = new URL("../../docs/metrics.md", import.meta.url);
 

@@ -19,8 +19,8 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
-import { slotsMoved } from "../dataplane/maglev.ts";
 import type { MaglevTable } from "../dataplane/maglev.ts";
+import { slotsMoved } from "../dataplane/maglev.ts";
 import type { Finding } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
 
@@ -273,7 +273,11 @@ export class Metrics {
     for (const i of issues.values()) m.issues.set({ code: i.code, severity: i.severity }, i.n);
   }
 
-  #setCounter(c: Counter<"service" | "node">, labels: { service: string; node: string }, total: number): void {
+  #setCounter(
+    c: Counter<"service" | "node">,
+    labels: { service: string; node: string },
+    total: number,
+  ): void {
     // prom-client counters only go up; a kernel counter that was reset (table rebuilt) restarts from it
     const key = `${labels.service}\u0000${labels.node}`;
     const last = this.#totals.get(key) ?? 0;

@@ -29,7 +29,9 @@ function input(): DashboardInput {
     forwarding: webPlans().map((p) => serviceForwarding(p, health, { seed: 7 })),
     health,
     windowSeconds: 10,
-    recentConnections: new Map(Object.entries(file.recentConnections).map(([s, m]) => [s, new Map(Object.entries(m))])),
+    recentConnections: new Map(
+      Object.entries(file.recentConnections).map(([s, m]) => [s, new Map(Object.entries(m))]),
+    ),
     events: file.events,
     issues: file.issues,
   };

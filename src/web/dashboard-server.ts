@@ -1,0 +1,136 @@
+/**
+ * Adapter: the HTTP side of observability, one node:http server per passlb process.
+ *
+ *   GET /               the dashboard page (assets/dashboard.html: inline CSS and JS, no
+ *                       external asset, no build step; it polls /api/v1/state each second)
+ *   GET /api/v1/state   the view model (dashboard-state.ts; docs/dashboard.md)
+ *   GET /metrics        Prometheus text exposition (metrics.ts; docs/metrics.md)
+ *   GET /healthz        `ok` while the server runs
+ *
+ * Binds loopback unless told otherwise (the page shows cluster topology; exposing it is
+ * the operator's decision). A Content-Security-Policy forbids the page any origin but its
+ * own, so it works offline and cannot leak. Only GET and HEAD; anything else is 405.
+ * Not here: what the state is (the command hands a `state()` function) and the clock.
+ */
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import type { DashboardState } from "./dashboard-state.ts";
+import type { Metrics } from "./metrics.ts";
+
+export const DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:9797";
+
+export interface DashboardServerOptions {
+  readonly host: string;
+  /** 0 picks a free port (tests) */
+  readonly port: number;
+  /** the current view; called per request */
+  readonly state: () => DashboardState;
+  readonly metrics?: Metrics;
+}
+
+const CSP =
+  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** the page, from the sources (tsx) or beside the build (dist/web/assets, copied by the build) */
+function loadPage(): string {
+  const candidates = [
+    new URL("./assets/dashboard.html", import.meta.url),
+    new URL("../../src/web/assets/dashboard.html", import.meta.url),
+  ];
+  for (const url of candidates) {
+    try {
+      return readFileSync(fileURLToPath(url), "utf8");
+    } catch {
+      // next candidate
+    }
+  }
+  return "<!doctype html><title>passlb</title><p>dashboard page missing from this build; see /api/v1/state";
+}
+
+export class DashboardServer {
+  readonly #o: DashboardServerOptions;
+  readonly #page: string;
+  #server: Server | undefined;
+
+  constructor(options: DashboardServerOptions) {
+    this.#o = options;
+    this.#page = loadPage();
+  }
+
+  /** Listens; rejects when the address cannot be bound (in use, not local). */
+  async start(): Promise<{ url: string }> {
+    const server = createServer((req, res) => this.#handle(req, res));
+    server.keepAliveTimeout = 5_000;
+    server.headersTimeout = 10_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.#o.port, this.#o.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    this.#server = server;
+    return { url: this.url };
+  }
+
+  get url(): string {
+    const a = this.#server?.address() as AddressInfo | null | undefined;
+    if (!a) return "";
+    const host = a.family === "IPv6" || a.address.includes(":") ? `[${a.address}]` : a.address;
+    return `http://${host}:${a.port}/`;
+  }
+
+  async close(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    if (!server) return;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { allow: "GET, HEAD" }).end();
+      return;
+    }
+    const path = (req.url ?? "/").split("?")[0];
+    const send = (status: number, type: string, body: string, extra: Record<string, string> = {}) => {
+      res.writeHead(status, {
+        "content-type": type,
+        "cache-control": "no-store",
+        "x-content-type-options": "nosniff",
+        ...extra,
+      });
+      res.end(req.method === "HEAD" ? undefined : body);
+    };
+    try {
+      switch (path) {
+        case "/":
+        case "/index.html":
+          return send(200, "text/html; charset=utf-8", this.#page, { "content-security-policy": CSP });
+        case "/api/v1/state":
+          return send(200, "application/json; charset=utf-8", JSON.stringify(this.#o.state()));
+        case "/healthz":
+          return send(200, "text/plain; charset=utf-8", "ok\n");
+        case "/metrics": {
+          const metrics = this.#o.metrics;
+          if (!metrics) return send(404, "text/plain; charset=utf-8", "no metrics in this process\n");
+          metrics.text().then(
+            (text) => send(200, metrics.contentType, text),
+            (e: unknown) =>
+              send(500, "text/plain; charset=utf-8", `metrics failed: ${(e as Error).message}\n`),
+          );
+          return;
+        }
+        default:
+          return send(404, "text/plain; charset=utf-8", "not found\n");
+      }
+    } catch (e) {
+      send(500, "text/plain; charset=utf-8", `state failed: ${(e as Error).message}\n`);
+    }
+  }
+}
