@@ -111,14 +111,20 @@ export class DashboardServer {
       switch (path) {
         case "/":
         case "/index.html":
-          return send(200, "text/html; charset=utf-8", this.#page, { "content-security-policy": CSP });
+          send(200, "text/html; charset=utf-8", this.#page, { "content-security-policy": CSP });
+          return;
         case "/api/v1/state":
-          return send(200, "application/json; charset=utf-8", JSON.stringify(this.#o.state()));
+          send(200, "application/json; charset=utf-8", JSON.stringify(this.#o.state()));
+          return;
         case "/healthz":
-          return send(200, "text/plain; charset=utf-8", "ok\n");
+          send(200, "text/plain; charset=utf-8", "ok\n");
+          return;
         case "/metrics": {
           const metrics = this.#o.metrics;
-          if (!metrics) return send(404, "text/plain; charset=utf-8", "no metrics in this process\n");
+          if (!metrics) {
+            send(404, "text/plain; charset=utf-8", "no metrics in this process\n");
+            return;
+          }
           metrics.text().then(
             (text) => send(200, metrics.contentType, text),
             (e: unknown) =>
@@ -127,7 +133,8 @@ export class DashboardServer {
           return;
         }
         default:
-          return send(404, "text/plain; charset=utf-8", "not found\n");
+          send(404, "text/plain; charset=utf-8", "not found\n");
+          return;
       }
     } catch (e) {
       send(500, "text/plain; charset=utf-8", `state failed: ${(e as Error).message}\n`);
