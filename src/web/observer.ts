@@ -1,0 +1,173 @@
+/**
+ * Adapter: the one object a passlb command hands its observations to, and the source of
+ * its dashboard. It fans each observation out to the three outputs — a metric, a log line
+ * with stable `event`/`reason` keys, an entry in the dashboard's recent events — so the
+ * data planes and the prober stay unaware of all three. Narrow on purpose:
+ *
+ *   forwarding(fw, health)   the data plane took this forwarding state (gauges, Maglev rebuilds)
+ *   proberEvent(e)           a health transition or weight change from prober.ts
+ *   probeFinished(node, ok, seconds)
+ *   connection(service, node)  one new connection/flow (userspace data plane)
+ *   finding(f)               a finding (plan issue, agent, data plane)
+ *   note(event)              anything else worth showing (reload, agent stopped)
+ *   state()                  the `/api/v1/state` view (dashboard-state.ts)
+ *
+ * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
+ * `maxEvents` events are kept. Time comes from the injected `now`.
+ */
+import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
+import type { ProberEvent } from "../health/prober.ts";
+import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
+import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
+import type { Logger } from "./logger.ts";
+import type { Metrics } from "./metrics.ts";
+
+export interface ObserverOptions {
+  /** `passlb up`, `passlb lb`, `passlb agent` */
+  readonly process: string;
+  readonly dataplane: string;
+  readonly now: () => number;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** window of the connection shares (default 10 s) */
+  readonly windowMs?: number;
+  /** events kept for the page (default 50) */
+  readonly maxEvents?: number;
+}
+
+const STABLE_TRANSITION_REASON = {
+  unhealthy: "probe_failures",
+  healthy: "probe_successes",
+  unknown: "target_reset",
+} as const;
+
+export class Observer {
+  readonly #o: ObserverOptions;
+  readonly startedAt: number;
+  #forwarding: readonly ServiceForwarding[] = [];
+  #health: HealthLookup | undefined;
+  readonly #events: DashboardEvent[] = [];
+  /** `service\0node` → second → count */
+  readonly #recent = new Map<string, Map<number, number>>();
+  readonly #issues = new Map<string, Finding>();
+
+  constructor(options: ObserverOptions) {
+    this.#o = options;
+    this.startedAt = options.now();
+  }
+
+  get metrics(): Metrics {
+    return this.#o.metrics;
+  }
+
+  get logger(): Logger {
+    return this.#o.logger;
+  }
+
+  forwarding(forwarding: readonly ServiceForwarding[], health?: HealthLookup): void {
+    this.#forwarding = forwarding;
+    this.#health = health;
+    this.#o.metrics.observeForwarding(forwarding, [...this.#issues.values()]);
+  }
+
+  proberEvent(e: ProberEvent): void {
+    const node = e.target.users[0]?.node ?? e.target.address;
+    const services = [...new Set(e.target.users.map((u) => u.service))];
+    const service = services.length === 1 ? services[0] : undefined;
+    if (e.kind === "transition") {
+      this.#o.metrics.healthTransition(node, e.to);
+      this.note({
+        event: "health_transition",
+        reason: STABLE_TRANSITION_REASON[e.to],
+        severity: e.to === "unhealthy" ? "warning" : "info",
+        ...(service !== undefined && { service }),
+        node,
+        message: `${node} ${e.from} → ${e.to} (${e.target.key}): ${e.reason}`,
+      });
+    } else {
+      this.note({
+        event: "weight_change",
+        reason: "reported_weight",
+        severity: "info",
+        ...(service !== undefined && { service }),
+        node,
+        message: `${node} weight ${e.from ?? "planned"} → ${e.to} (${e.target.key})`,
+      });
+    }
+  }
+
+  probeFinished(node: string, ok: boolean, seconds: number): void {
+    this.#o.metrics.probeResult(node, ok, seconds);
+  }
+
+  connection(service: string, node: string): void {
+    this.#o.metrics.connection(service, node);
+    const key = `${service}\u0000${node}`;
+    const second = Math.floor(this.#o.now() / 1000);
+    let buckets = this.#recent.get(key);
+    if (!buckets) this.#recent.set(key, (buckets = new Map()));
+    buckets.set(second, (buckets.get(second) ?? 0) + 1);
+  }
+
+  /** A finding stays on the page until `clearFinding(code, subject)` or a new set replaces it. */
+  finding(f: Finding, event = "finding"): void {
+    const key = `${f.code} ${f.subject}`;
+    if (this.#issues.has(key)) return;
+    this.#issues.set(key, f);
+    this.#o.logger.finding(f, event);
+  }
+
+  /** Replaces the standing findings of the process (e.g. after each read of the input). */
+  setFindings(findings: readonly Finding[], event = "finding"): void {
+    const keep = new Set(findings.map((f) => `${f.code} ${f.subject}`));
+    for (const key of [...this.#issues.keys()]) if (!keep.has(key)) this.#issues.delete(key);
+    for (const f of findings) this.finding(f, event);
+  }
+
+  note(e: Omit<DashboardEvent, "at">): void {
+    const entry: DashboardEvent = { ...e, at: this.#o.now() };
+    this.#events.push(entry);
+    const max = this.#o.maxEvents ?? 50;
+    if (this.#events.length > max) this.#events.splice(0, this.#events.length - max);
+    const { message, severity, ...fields } = e;
+    this.#o.logger.log(LOG_LEVEL[severity], fields, message);
+  }
+
+  state(): DashboardState {
+    const now = this.#o.now();
+    const windowMs = this.#o.windowMs ?? 10_000;
+    const from = Math.floor((now - windowMs) / 1000);
+    const recent = new Map<string, Map<string, number>>();
+    for (const [key, buckets] of this.#recent) {
+      let n = 0;
+      for (const [second, count] of buckets) {
+        if (second <= from) buckets.delete(second);
+        else n += count;
+      }
+      if (buckets.size === 0) this.#recent.delete(key);
+      if (n === 0) continue;
+      const [service, node] = key.split("\u0000") as [string, string];
+      let m = recent.get(service);
+      if (!m) recent.set(service, (m = new Map()));
+      m.set(node, n);
+    }
+    return dashboardState({
+      now,
+      startedAt: this.startedAt,
+      process: this.#o.process,
+      dataplane: this.#o.dataplane,
+      forwarding: this.#forwarding,
+      ...(this.#health && { health: this.#health }),
+      windowSeconds: Math.round(windowMs / 1000),
+      recentConnections: recent,
+      events: this.#events,
+      issues: [...this.#issues.values()],
+    });
+  }
+}
+
+const LOG_LEVEL: Record<Severity, "info" | "warn" | "error"> = {
+  info: "info",
+  warning: "warn",
+  error: "error",
+};
