@@ -11,7 +11,7 @@ const DOC = new URL("../../docs/metrics.md", import.meta.url);
 function documented(): Map<string, string> {
   const out = new Map<string, string>();
   for (const line of readFileSync(DOC, "utf8").split("\n")) {
-    const m = /^\| `(passlb_[a-z0-9_]+)` \| (counter|gauge|histogram|summary) \|/.exec(line);
+    const m = /^\|\s*`(passlb_[a-z0-9_]+)`\s*\|\s*(counter|gauge|histogram|summary)\s*\|/.exec(line);
     if (m) out.set(m[1]!, m[2]!);
   }
   return out;

@@ -104,8 +104,8 @@ export class Observer {
     this.#o.metrics.connection(service, node);
     const key = `${service}\u0000${node}`;
     const second = Math.floor(this.#o.now() / 1000);
-    let buckets = this.#recent.get(key);
-    if (!buckets) this.#recent.set(key, (buckets = new Map()));
+    const buckets = this.#recent.get(key) ?? new Map<number, number>();
+    this.#recent.set(key, buckets);
     buckets.set(second, (buckets.get(second) ?? 0) + 1);
   }
 
@@ -147,8 +147,8 @@ export class Observer {
       if (buckets.size === 0) this.#recent.delete(key);
       if (n === 0) continue;
       const [service, node] = key.split("\u0000") as [string, string];
-      let m = recent.get(service);
-      if (!m) recent.set(service, (m = new Map()));
+      const m = recent.get(service) ?? new Map<string, number>();
+      recent.set(service, m);
       m.set(node, n);
     }
     return dashboardState({
