@@ -23,6 +23,7 @@ import { emptySnapshot } from "../k8s/snapshot.ts";
 import type { IpFamily } from "../net/ip.ts";
 import { canonicalIp } from "../net/ip.ts";
 import type { CliIo } from "./load-input.ts";
+import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
 
 const DEBOUNCE_MS = 200;
 
@@ -38,7 +39,7 @@ export function parseBindAddress(text: string): BindAddress | undefined {
   return { host, port };
 }
 
-interface AgentOptions {
+interface AgentOptions extends ObservabilityFlags {
   node: string;
   manifests?: string;
   healthzBindAddress: string;
@@ -52,102 +53,120 @@ export function registerAgentCommand(
   setExitCode: (code: number) => void,
   shutdownSignal: () => AbortSignal,
 ): void {
-  program
+  const command = program
     .command("agent")
     .description("serve kube-proxy-compatible node health checks (/healthz, /livez, healthCheckNodePorts)")
     .requiredOption("--node <name>", "the Node this agent speaks for")
     .option("--manifests <dir>", "manifest folder to read and watch")
     .option("--healthz-bind-address <host:port>", "address of /healthz and /livez", "0.0.0.0:10256")
     .option("--bind-address <ip>", "address of the per-Service health servers (default: every address)")
-    .option("--sync-period <seconds>", "periodic re-read; rules are stale after twice this", "30")
-    .action(async (opts: AgentOptions) => {
-      const log = (line: string) => io.stderr(`passlb agent: ${line}\n`);
-      const healthz = parseBindAddress(opts.healthzBindAddress);
-      const syncSeconds = Number(opts.syncPeriod);
-      const serviceHost = opts.bindAddress;
-      if (!opts.manifests) {
-        io.stderr("error: --manifests DIR is required (reading a cluster is not implemented yet)\n");
-        return setExitCode(2);
-      }
-      if (!healthz) {
-        io.stderr(`error: --healthz-bind-address ${opts.healthzBindAddress}: expected host:port\n`);
-        return setExitCode(2);
-      }
-      if (serviceHost !== undefined && canonicalIp(serviceHost) === undefined) {
-        io.stderr(`error: --bind-address ${serviceHost}: expected an IP address\n`);
-        return setExitCode(2);
-      }
-      if (!(syncSeconds > 0)) {
-        io.stderr(`error: --sync-period ${opts.syncPeriod}: expected a positive number of seconds\n`);
-        return setExitCode(2);
-      }
-      const signal = shutdownSignal();
-      const servers = new HealthServers({
-        clock: realClock(),
-        healthz,
-        serviceHost,
-        healthTimeoutMs: 2 * syncSeconds * 1000,
-        onFinding: (f) => log(`${f.severity} ${f.code}: ${f.message}`),
-      });
-      let families: readonly IpFamily[] = ["IPv4"];
-      let lastGood: Snapshot | undefined;
-      let lastReport = "";
-      let lastFindings = "";
-      let lastEligibility = "";
-      const source = new ManifestFolderSource({
-        path: opts.manifests,
-        rereadMs: syncSeconds * 1000,
-        debounceMs: DEBOUNCE_MS,
-      });
-      await source.start({
-        onChange: () => {
-          for (const f of families) servers.markQueued(f);
-        },
-        onRead: async (read) => {
-          const report = read.ok ? "" : read.problems.join("\n  ");
-          if (report !== lastReport) {
-            lastReport = report;
-            if (read.ok) log("the manifests are valid again");
-            else
-              log(
-                `the manifests have problems; ${lastGood ? "keeping the last good state" : "no good state yet"}:\n  ${report}`,
-              );
-          }
-          if (!read.ok) {
-            // First start with a broken folder: serve what an unknown node answers.
-            if (!lastGood) await servers.update(agentHealthModel(emptySnapshot(), opts.node));
-            return;
-          }
-          lastGood = read.snapshot;
-          const model = agentHealthModel(read.snapshot, opts.node);
-          const findings = model.findings.map((f) => `${f.severity} ${f.code}: ${f.message}`).join("\n");
-          const eligibility = model.nodeEligible
-            ? `Node ${opts.node} is eligible`
-            : `Node ${opts.node} is not eligible (/healthz answers 503): ${model.ineligibleReason}`;
-          if (eligibility !== lastEligibility) {
-            lastEligibility = eligibility;
-            log(eligibility);
-          }
-          if (findings !== lastFindings) {
-            lastFindings = findings;
-            for (const line of findings === "" ? [] : findings.split("\n")) log(line);
-          }
-          families = model.families;
-          await servers.update(model);
-          for (const f of families) servers.markUpdated(f);
-        },
-      });
-      const where = servers.addresses();
-      log(
-        `serving /healthz and /livez on ${opts.healthzBindAddress}${where.healthz ? "" : " (not yet: see above)"}; ` +
-          `${where.services.size} Service health server(s)`,
-      );
-      await new Promise<void>((resolve) => {
-        if (signal.aborted) resolve();
-        else signal.addEventListener("abort", () => resolve(), { once: true });
-      });
-      await source.close();
-      await servers.close();
-      log("stopped");
+    .option("--sync-period <seconds>", "periodic re-read; rules are stale after twice this", "30");
+  // kube-proxy's metrics address (--metrics-bind-address) is 127.0.0.1:10249: same place
+  addObservabilityOptions(command, "127.0.0.1:10249").action(async (opts: AgentOptions) => {
+    const healthz = parseBindAddress(opts.healthzBindAddress);
+    const syncSeconds = Number(opts.syncPeriod);
+    const serviceHost = opts.bindAddress;
+    if (!opts.manifests) {
+      io.stderr("error: --manifests DIR is required (reading a cluster is not implemented yet)\n");
+      return setExitCode(2);
+    }
+    if (!healthz) {
+      io.stderr(`error: --healthz-bind-address ${opts.healthzBindAddress}: expected host:port\n`);
+      return setExitCode(2);
+    }
+    if (serviceHost !== undefined && canonicalIp(serviceHost) === undefined) {
+      io.stderr(`error: --bind-address ${serviceHost}: expected an IP address\n`);
+      return setExitCode(2);
+    }
+    if (!(syncSeconds > 0)) {
+      io.stderr(`error: --sync-period ${opts.syncPeriod}: expected a positive number of seconds\n`);
+      return setExitCode(2);
+    }
+    const obs = await startObservability(opts, {
+      io,
+      process: "passlb agent",
+      component: "agent",
+      dataplane: "none",
     });
+    if (typeof obs === "string") {
+      io.stderr(`error: ${obs}\n`);
+      return setExitCode(2);
+    }
+    const log = (line: string, event = "agent", reason?: string) =>
+      obs.logger.log("info", { event, reason, node: opts.node }, line);
+    const signal = shutdownSignal();
+    const servers = new HealthServers({
+      clock: realClock(),
+      healthz,
+      serviceHost,
+      healthTimeoutMs: 2 * syncSeconds * 1000,
+      onFinding: (f) => obs.observer.finding(f),
+    });
+    let families: readonly IpFamily[] = ["IPv4"];
+    let lastGood: Snapshot | undefined;
+    let lastReport = "";
+    let lastFindings = "";
+    let lastEligibility = "";
+    const source = new ManifestFolderSource({
+      path: opts.manifests,
+      rereadMs: syncSeconds * 1000,
+      debounceMs: DEBOUNCE_MS,
+    });
+    await source.start({
+      onChange: () => {
+        for (const f of families) servers.markQueued(f);
+      },
+      onRead: async (read) => {
+        const report = read.ok ? "" : read.problems.join("\n  ");
+        if (report !== lastReport) {
+          lastReport = report;
+          if (read.ok) log("the manifests are valid again", "input_read", "valid");
+          else
+            log(
+              `the manifests have problems; ${lastGood ? "keeping the last good state" : "no good state yet"}:\n  ${report}`,
+              "input_read",
+              "invalid",
+            );
+        }
+        if (!read.ok) {
+          // First start with a broken folder: serve what an unknown node answers.
+          if (!lastGood) await servers.update(agentHealthModel(emptySnapshot(), opts.node));
+          return;
+        }
+        lastGood = read.snapshot;
+        const model = agentHealthModel(read.snapshot, opts.node);
+        const findings = model.findings
+          .map((f) => `${f.severity} ${f.code} ${f.subject}: ${f.message}`)
+          .join("\n");
+        const eligibility = model.nodeEligible
+          ? `Node ${opts.node} is eligible`
+          : `Node ${opts.node} is not eligible (/healthz answers 503): ${model.ineligibleReason}`;
+        if (eligibility !== lastEligibility) {
+          lastEligibility = eligibility;
+          log(eligibility, "node_eligibility", model.nodeEligible ? "eligible" : "ineligible");
+        }
+        if (findings !== lastFindings) {
+          lastFindings = findings;
+          obs.observer.setFindings(model.findings);
+        }
+        families = model.families;
+        await servers.update(model);
+        for (const f of families) servers.markUpdated(f);
+      },
+    });
+    const where = servers.addresses();
+    log(
+      `serving /healthz and /livez on ${opts.healthzBindAddress}${where.healthz ? "" : " (not yet: see above)"}; ` +
+        `${where.services.size} Service health server(s)`,
+      "serving",
+    );
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    await source.close();
+    await servers.close();
+    await obs.close();
+    log("stopped", "stopped");
+  });
 }

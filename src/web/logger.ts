@@ -24,9 +24,9 @@ export type LogFields = Readonly<Record<string, string | number | boolean | null
 
 export interface LogEntry extends LogFields {
   readonly event: string;
-  readonly reason?: string;
-  readonly service?: string;
-  readonly node?: string;
+  readonly reason?: string | undefined;
+  readonly service?: string | undefined;
+  readonly node?: string | undefined;
 }
 
 type EmitLevel = "debug" | "info" | "warn" | "error";

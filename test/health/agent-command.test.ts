@@ -54,6 +54,7 @@ it("serves the folder, follows edits and stops on the signal", async () => {
   const running = program.parseAsync([
     ...["node", "passlb", "agent", "--node", "node-a", "--manifests", dir],
     ...["--healthz-bind-address", `127.0.0.1:${healthzPort}`, "--bind-address", SERVICE_HOST],
+    ...["--dashboard-address", "127.0.0.1:0"],
   ]);
   after(() => stop.abort());
 
@@ -62,9 +63,14 @@ it("serves the folder, follows edits and stops on the signal", async () => {
     (a) => a.status === 200,
   );
   assert.equal(healthz.status, 200);
-  assert.match(stderr.join(""), /warning health_check_node_port_missing: Service shop\/no-port/);
+  assert.match(stderr.join(""), /"reason":"health_check_node_port_missing".*"service":"shop\/no-port"/);
   assert.equal(await status(30100)(), 200);
   assert.equal(await status(30101)(), 503);
+  // /metrics on the dashboard address (port 0 here: the URL is in the dashboard_listening line)
+  const dashboard = /"event":"dashboard_listening","url":"(http:[^"]+)"/.exec(stderr.join(""))?.[1];
+  assert.ok(dashboard, "the agent logs its dashboard URL");
+  const metrics = await httpGet("127.0.0.1", Number(new URL(dashboard).port), "/metrics");
+  assert.match(metrics.body, /# TYPE passlb_health_probes_total counter/);
 
   writeFileSync(
     manifest,
