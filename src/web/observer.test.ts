@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { webPlans } from "../../test/support/web-fixture.ts";
+import { serviceForwarding } from "../dataplane/forwarding-state.ts";
+import type { ProbeTarget } from "../health/state-probe-targets.ts";
+import { createLogger } from "./logger.ts";
+import { Metrics } from "./metrics.ts";
+import { Observer } from "./observer.ts";
+
+function setup() {
+  let now = Date.UTC(2026, 0, 1);
+  const lines: Record<string, unknown>[] = [];
+  const observer = new Observer({
+    process: "passlb lb",
+    dataplane: "nftables",
+    now: () => now,
+    metrics: new Metrics(),
+    logger: createLogger({ level: "info", component: "lb", write: (l) => lines.push(JSON.parse(l)) }),
+    windowMs: 10_000,
+    maxEvents: 3,
+  });
+  return { observer, lines, advance: (ms: number) => (now += ms) };
+}
+
+const target: ProbeTarget = {
+  key: "HTTP 198.51.100.12:10256/healthz",
+  protocol: "HTTP",
+  family: "IPv4",
+  address: "198.51.100.12",
+  port: 10256,
+  path: "/healthz",
+  intervalMs: 8000,
+  timeoutMs: 1000,
+  healthyThreshold: 1,
+  unhealthyThreshold: 3,
+  readsWeight: false,
+  users: [{ service: "default/web", check: "node-healthz", node: "node-b" }],
+};
+
+test("one prober transition: a metric, a log line and a dashboard event with the same keys", async () => {
+  const { observer, lines } = setup();
+  observer.proberEvent({
+    kind: "transition",
+    target,
+    from: "healthy",
+    to: "unhealthy",
+    reason: "3 consecutive failures",
+    at: 0,
+  });
+  assert.deepEqual(
+    [lines[0]!.event, lines[0]!.reason, lines[0]!.node, lines[0]!.service, lines[0]!.level],
+    ["health_transition", "probe_failures", "node-b", "default/web", "warn"],
+  );
+  const ev = observer.state().events[0]!;
+  assert.deepEqual(
+    [ev.event, ev.reason, ev.node, ev.severity],
+    ["health_transition", "probe_failures", "node-b", "warning"],
+  );
+  assert.match(
+    await observer.metrics.text(),
+    /passlb_health_transitions_total\{node="node-b",to="unhealthy"\} 1/,
+  );
+});
+
+test("connection shares over the window; old seconds drop out; events are bounded", () => {
+  const { observer, advance } = setup();
+  observer.forwarding(webPlans().map((p) => serviceForwarding(p, () => ({ state: "healthy" }), { seed: 1 })));
+  for (let i = 0; i < 3; i++) observer.connection("default/web", "node-a");
+  observer.connection("default/web", "node-b");
+  let web = observer.state().services.find((s) => s.service === "default/web")!;
+  assert.deepEqual(
+    web.nodes.map((n) => [n.node, n.connections, n.connectionShare]),
+    [
+      ["node-a", 3, 0.75],
+      ["node-b", 1, 0.25],
+      ["node-c", 0, 0],
+    ],
+  );
+  advance(11_000);
+  observer.connection("default/web", "node-b");
+  web = observer.state().services.find((s) => s.service === "default/web")!;
+  assert.equal(web.connections, 1, "only the last window counts");
+  for (let i = 0; i < 5; i++) observer.note({ event: "reload", severity: "info", message: `reload ${i}` });
+  assert.deepEqual(
+    observer.state().events.map((e) => e.message),
+    ["reload 2", "reload 3", "reload 4"],
+  );
+});
+
+test("standing findings: logged once, replaced by the next set", () => {
+  const { observer, lines } = setup();
+  const f = { code: "agent_unreachable", severity: "warning" as const, subject: "Node node-b", message: "m" };
+  observer.setFindings([f]);
+  observer.setFindings([f]);
+  assert.equal(lines.length, 1);
+  assert.equal(observer.state().issues.length, 1);
+  observer.setFindings([]);
+  assert.equal(observer.state().issues.length, 0);
+});
