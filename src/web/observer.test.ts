@@ -87,6 +87,27 @@ test("connection shares over the window; old seconds drop out; events are bounde
   );
 });
 
+test("a backend whose state changes between two forwardings is one backend_state event", () => {
+  const { observer, lines } = setup();
+  const plans = webPlans();
+  observer.forwarding(
+    plans.map((p) => serviceForwarding(p, () => ({ state: "healthy" }), { seed: 1 })),
+    () => ({ state: "healthy" }),
+  );
+  assert.equal(lines.length, 0, "the first forwarding is the baseline");
+  const bDown = (_s: string, _c: string, node: string) => ({
+    state: node === "node-b" ? ("unhealthy" as const) : ("healthy" as const),
+  });
+  observer.forwarding(
+    plans.map((p) => serviceForwarding(p, bDown, { seed: 1 })),
+    bDown,
+  );
+  assert.deepEqual(
+    lines.map((l) => [l.event, l.reason, l.service, l.node]),
+    [["backend_state", "unhealthy", "default/web", "node-b"]],
+  );
+});
+
 test("standing findings: logged once, replaced by the next set", () => {
   const { observer, lines } = setup();
   const f = { code: "agent_unreachable", severity: "warning" as const, subject: "Node node-b", message: "m" };

@@ -4,7 +4,9 @@
  * with stable `event`/`reason` keys, an entry in the dashboard's recent events — so the
  * data planes and the prober stay unaware of all three. Narrow on purpose:
  *
- *   forwarding(fw, health)   the data plane took this forwarding state (gauges, Maglev rebuilds)
+ *   forwarding(fw, health)   the data plane took this forwarding state (gauges, Maglev rebuilds,
+ *                            and a `backend_state` event per node whose state in a Service changed
+ *                            — so a health source without transition events still shows them)
  *   proberEvent(e)           a health transition or weight change from prober.ts
  *   probeFinished(node, ok, seconds)
  *   connection(service, node)  one new connection/flow (userspace data plane)
@@ -18,6 +20,7 @@
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
+import { type BackendState, backendStates } from "./backend-states.ts";
 import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
@@ -50,6 +53,8 @@ export class Observer {
   /** `service\0node` → second → count */
   readonly #recent = new Map<string, Map<number, number>>();
   readonly #issues = new Map<string, Finding>();
+  /** `service\0node` → state at the last forwarding */
+  #states = new Map<string, BackendState>();
 
   constructor(options: ObserverOptions) {
     this.#o = options;
@@ -68,6 +73,28 @@ export class Observer {
     this.#forwarding = forwarding;
     this.#health = health;
     this.#o.metrics.observeForwarding(forwarding, [...this.#issues.values()]);
+    this.#backendChanges(forwarding, health);
+  }
+
+  /** a backend's state in a Service changed since the last forwarding: one event each */
+  #backendChanges(forwarding: readonly ServiceForwarding[], health: HealthLookup | undefined): void {
+    const next = new Map<string, BackendState>();
+    for (const fw of forwarding)
+      for (const b of backendStates(fw, health)) {
+        const key = `${fw.service}\u0000${b.node}`;
+        next.set(key, b.state);
+        const before = this.#states.get(key);
+        if (before === undefined || before === b.state) continue;
+        this.note({
+          event: "backend_state",
+          reason: b.state,
+          severity: b.state === "unhealthy" ? "warning" : "info",
+          service: fw.service,
+          node: b.node,
+          message: `${b.node} in ${fw.service}: ${before} → ${b.state}${b.state === "excluded" ? ` (${b.reason})` : ""}`,
+        });
+      }
+    this.#states = next;
   }
 
   proberEvent(e: ProberEvent): void {
