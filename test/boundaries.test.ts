@@ -13,7 +13,7 @@ const PURE_FILES = [
   /^src\/dataplane\/forwarding-state[^/]*\.ts$/,
   /^src\/dataplane\/render\//,
   /^src\/health\/state[^/]*\.ts$/,
-  /^src\/web\/(dashboard-state|backend-states|health-lookup|finding-event)[^/]*\.ts$/,
+  /^src\/web\/(dashboard-state|backend-states|health-lookup|finding-event|pool-usage)[^/]*\.ts$/,
 ];
 const FORBIDDEN = [
   /\bDate\.now\(/,

@@ -235,6 +235,13 @@ export class Metrics {
     this.#m.poolUsed.set({ pool, family }, used);
   }
 
+  /** every pool at once (pool-usage.ts); pools that are gone disappear */
+  ipPools(usage: readonly { pool: string; family: string; size: number; used: number }[]): void {
+    this.#m.poolSize.reset();
+    this.#m.poolUsed.reset();
+    for (const u of usage) this.ipPool(u.pool, u.family, u.size, u.used);
+  }
+
   /**
    * The gauges that describe what is programmed now, from the forwarding state the data
    * plane just took; counts Maglev rebuilds and the slots they moved against the previous call.
