@@ -2,9 +2,19 @@
  * The composition root: the `passlb` executable. The only module that reads process.argv,
  * process.env or the standard streams, or sets the exit code.
  */
+import { execFileSync } from "node:child_process";
 import { CommanderError } from "commander";
 import type { CliIo } from "./load-input.ts";
 import { buildProgram } from "./program.ts";
+
+/** Fires on the first SIGINT or SIGTERM; installed only by commands that run until stopped. */
+function shutdownSignal(): AbortSignal {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return controller.signal;
+}
 
 async function main(): Promise<void> {
   const io: CliIo = {
@@ -16,9 +26,25 @@ async function main(): Promise<void> {
       return Buffer.concat(chunks).toString("utf8");
     },
   };
-  const program = buildProgram(io, (code) => {
-    process.exitCode = code;
-  });
+  const program = buildProgram(
+    io,
+    (code) => {
+      process.exitCode = code;
+    },
+    {
+      shutdownSignal,
+      stdoutIsTTY: process.stdout.isTTY === true,
+      isRoot: process.getuid?.() === 0,
+      hasNft: () => {
+        try {
+          execFileSync("nft", ["--version"], { stdio: "ignore", timeout: 2000 });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+    },
+  );
   try {
     await program.parseAsync(process.argv);
   } catch (e) {

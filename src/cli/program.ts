@@ -5,13 +5,19 @@
 import { Command } from "commander";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
+import { type RunEnv, registerUpCommand } from "./up-command.ts";
+import { registerLbCommand } from "./lb-command.ts";
 
-export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
+export function buildProgram(io: CliIo, setExitCode: (code: number) => void, env?: RunEnv): Command {
   const program = new Command("passlb")
     .description("Cloud-grade passthrough load balancing for Kubernetes type: LoadBalancer Services")
     .version("0.1.0")
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
+  if (env) {
+    registerUpCommand(program, io, setExitCode, env);
+    registerLbCommand(program, io, setExitCode, env);
+  }
   return program;
 }
