@@ -28,7 +28,7 @@ export function tryLines(plans: readonly LoadBalancerPlan[], config: PasslbConfi
           for (const z of config.zones)
             if (z.clientCIDRs[0]) out.push(`curl -s --interface ${firstHost(z.clientCIDRs[0])} http://${vip.address}:${l.port}/   # a client in ${z.name}`);
       } else if (l.protocol === "TCP") {
-        out.push(`echo hello | nc${source ? ` -s ${source}` : ""} -q1 ${vip.address} ${l.port}`);
+        out.push(`echo hello | nc${source ? ` -s ${source}` : ""} -w1 ${vip.address} ${l.port}`);
       } else if (l.protocol === "UDP") {
         out.push(`echo hello | nc -u -w1${source ? ` -s ${source}` : ""} ${vip.address} ${l.port}`);
       }
