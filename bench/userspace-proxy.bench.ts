@@ -78,7 +78,9 @@ async function runPasslb(): Promise<void> {
     externalTrafficPolicy: "Cluster",
     ipFamilies: ["IPv4"],
     vips: [{ family: "IPv4", address: PASSLB.host, pool: "bench", source: "requested" }],
-    listeners: [{ name: "", protocol: "TCP", port: PASSLB.port, nodePort: BACKEND.port, targetPort: BACKEND.port }],
+    listeners: [
+      { name: "", protocol: "TCP", port: PASSLB.port, nodePort: BACKEND.port, targetPort: BACKEND.port },
+    ],
     backends: [member],
     members: [member],
     healthChecks: [],
@@ -183,13 +185,17 @@ async function latency(t: Target, seconds: number): Promise<{ p50: number; p99: 
   );
   for (const s of conns) s.destroy();
   samples.sort((a, b) => a - b);
-  const q = (p: number) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))] ?? Number.NaN;
+  const q = (p: number) =>
+    samples[Math.min(samples.length - 1, Math.floor(p * samples.length))] ?? Number.NaN;
   return { p50: q(0.5), p99: q(0.99), n: samples.length };
 }
 
 function child(roleName: string): Promise<ChildProcess> {
   const self = fileURLToPath(import.meta.url);
-  const c = spawn(process.execPath, ["--import", "tsx", self, "--role", roleName], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const prof = process.env.PLB_BENCH_PROF === roleName ? ["--cpu-prof", "--cpu-prof-dir=/tmp/plbprof"] : [];
+  const c = spawn(process.execPath, [...prof, "--import", "tsx", self, "--role", roleName], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   return new Promise((resolve, reject) => {
     c.once("message", () => resolve(c));
     c.once("exit", (code) => reject(new Error(`${roleName} exited ${code}`)));
@@ -219,7 +225,9 @@ async function main(): Promise<void> {
       }
     }
     if (!haveHaproxy()) {
-      console.log("haproxy is not installed (and could not be installed): nothing to compare against, skipping");
+      console.log(
+        "haproxy is not installed (and could not be installed): nothing to compare against, skipping",
+      );
       return;
     }
   }
@@ -253,14 +261,21 @@ async function main(): Promise<void> {
     const until = Date.now() + 5000;
     for (;;) {
       const ok = await open({ name: "haproxy", ...HAPROXY }).then(
-        (s) => (s.destroy(), true),
+        (s) => {
+          s.destroy();
+          return true;
+        },
         () => false,
       );
       if (ok) break;
       if (Date.now() > until || hap.exitCode !== null) throw new Error("haproxy did not start");
       await new Promise((r) => setTimeout(r, 100));
     }
-    console.log(`host: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, load ${loadavg().map((x) => x.toFixed(2)).join(" ")}, node ${process.version}`);
+    console.log(
+      `host: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, load ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(" ")}, node ${process.version}`,
+    );
     const targets: Target[] = [
       { name: "direct", ...BACKEND },
       { name: "haproxy", ...HAPROXY },
@@ -268,7 +283,13 @@ async function main(): Promise<void> {
     ];
     const res = new Map<string, { mbps: number[]; cps: number[]; p50: number[]; p99: number[] }>();
     for (const t of targets) res.set(t.name, { mbps: [], cps: [], p50: [], p99: [] });
+    const quick = process.argv.includes("--rate-only");
     for (let r = 0; r < rounds; r++) {
+      if (quick) {
+        for (const t of targets)
+          console.log(t.name, (await connectionRate(t, 3)).toFixed(0), "connections/s");
+        continue;
+      }
       for (const t of targets) res.get(t.name)!.mbps.push(await throughput(t));
       for (const t of targets) res.get(t.name)!.cps.push(await connectionRate(t, 3));
       for (const t of targets) {
@@ -277,6 +298,7 @@ async function main(): Promise<void> {
         res.get(t.name)!.p99.push(l.p99);
       }
     }
+    if (quick) return;
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const m = (name: string) => {
       const x = res.get(name)!;
@@ -287,13 +309,33 @@ async function main(): Promise<void> {
     const p = m("passlb");
     console.log(`rounds: ${rounds} (medians)`);
     console.log("path      throughput MB/s   connections/s   p50 µs   p99 µs   added p99 µs");
-    for (const [name, x] of [["direct", d], ["haproxy", h], ["passlb", p]] as const)
+    for (const [name, x] of [
+      ["direct", d],
+      ["haproxy", h],
+      ["passlb", p],
+    ] as const)
       console.log(
         `${name.padEnd(9)} ${x.mbps.toFixed(0).padStart(15)} ${x.cps.toFixed(0).padStart(15)} ${x.p50.toFixed(0).padStart(8)} ${x.p99.toFixed(0).padStart(8)} ${(name === "direct" ? "-" : (x.p99 - d.p99).toFixed(0)).padStart(14)}`,
       );
-    console.log(`ratio passlb/haproxy: throughput ${(p.mbps / h.mbps).toFixed(2)} (goal ≥ 1.0), connection rate ${(p.cps / h.cps).toFixed(2)} (goal ≥ 0.7)`);
+    console.log(
+      `ratio passlb/haproxy: throughput ${(p.mbps / h.mbps).toFixed(2)} (goal ≥ 1.0), connection rate ${(p.cps / h.cps).toFixed(2)} (goal ≥ 0.7)`,
+    );
   } finally {
-    for (const c of procs) c.kill("SIGTERM");
+    await Promise.all(
+      procs.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            const hard = setTimeout(() => c.kill("SIGKILL"), 3000);
+            c.once("exit", () => {
+              clearTimeout(hard);
+              resolve();
+            });
+            if (c.connected) c.disconnect();
+            else c.kill("SIGTERM");
+          }),
+      ),
+    );
     rmSync(dir, { recursive: true, force: true });
   }
 }

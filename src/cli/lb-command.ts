@@ -23,11 +23,21 @@ interface LbOptions {
   duration?: string;
 }
 
-export function registerLbCommand(program: Command, io: CliIo, setExitCode: (code: number) => void, env: RunEnv): void {
+export function registerLbCommand(
+  program: Command,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+  env: RunEnv,
+): void {
   program
     .command("lb")
     .description("run the load balancer for the planned Services (userspace proxy)")
-    .option("-f, --filename <path>", "manifest file or directory; repeatable", (v: string, p: string[]) => [...p, v], [])
+    .option(
+      "-f, --filename <path>",
+      "manifest file or directory; repeatable",
+      (v: string, p: string[]) => [...p, v],
+      [],
+    )
     .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
     .option("--proxy-protocol", "send PROXY protocol v2 to the nodes")
     .option("--loopback", "apply the loopback rewrite of passlb up (docs/quickstart.md)")
@@ -36,7 +46,9 @@ export function registerLbCommand(program: Command, io: CliIo, setExitCode: (cod
       const requested = opts.dataplane as DataplaneRequest;
       const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: env.hasNft(), requested });
       if (!choice.ok || choice.dataplane !== "userspace") {
-        io.stderr(`error: ${choice.ok ? `${choice.reason}: the nftables data plane is not in this build; use --dataplane userspace` : choice.reason}\n`);
+        io.stderr(
+          `error: ${choice.ok ? `${choice.reason}: the nftables data plane is not in this build; use --dataplane userspace` : choice.reason}\n`,
+        );
         setExitCode(1);
         return;
       }
@@ -49,7 +61,9 @@ export function registerLbCommand(program: Command, io: CliIo, setExitCode: (cod
       const { plans } = planSnapshot(snapshot, { ipMode: "Proxy" });
       const lb = new UserspaceLb({ seed: 0x5eed, proxyProtocol: opts.proxyProtocol ?? false });
       const apply = async () => {
-        const findings = await lb.update(plans.map((p) => serviceForwarding(p, prober.lookup, { seed: 0x5eed })));
+        const findings = await lb.update(
+          plans.map((p) => serviceForwarding(p, prober.lookup, { seed: 0x5eed })),
+        );
         for (const f of findings) io.stderr(`${f.severity}: ${f.code}: ${f.subject}: ${f.message}\n`);
       };
       const prober: HttpProber = new HttpProber({ onChange: () => void apply() });

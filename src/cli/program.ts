@@ -3,10 +3,10 @@
  * as arguments, so tests run the real command in-process.
  */
 import { Command } from "commander";
+import { registerLbCommand } from "./lb-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
 import { type RunEnv, registerUpCommand } from "./up-command.ts";
-import { registerLbCommand } from "./lb-command.ts";
 
 export function buildProgram(io: CliIo, setExitCode: (code: number) => void, env?: RunEnv): Command {
   const program = new Command("passlb")

@@ -38,15 +38,26 @@ interface UpOptions {
   refresh?: string;
 }
 
-export function registerUpCommand(program: Command, io: CliIo, setExitCode: (code: number) => void, env: RunEnv): void {
+export function registerUpCommand(
+  program: Command,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+  env: RunEnv,
+): void {
   program
     .command("up")
-    .description("run a folder of manifests on this machine — pods, node agents, health checks and the LB — with a live view")
+    .description(
+      "run a folder of manifests on this machine — pods, node agents, health checks and the LB — with a live view",
+    )
     .option("-f, --filename <dir>", "folder of manifests (default: the bundled examples/quickstart)")
     .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
     .option("--duration <seconds>", "stop by itself after this many seconds")
     .option("--once", "start, show the view once, stop")
-    .option("--control-port <port>", "127.0.0.1 port of the status endpoint and single-instance check", String(DEFAULT_CONTROL_PORT))
+    .option(
+      "--control-port <port>",
+      "127.0.0.1 port of the status endpoint and single-instance check",
+      String(DEFAULT_CONTROL_PORT),
+    )
     .option("--probe-interval <ms>", "health probe interval in milliseconds (plans say GKE's 8 s)", "1000")
     .option("--refresh <seconds>", "live view period (default 1 on a terminal, 5 otherwise)")
     .action(async (opts: UpOptions) => {
@@ -60,7 +71,11 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     io.stderr(`error: --dataplane must be auto, userspace or nftables, not ${opts.dataplane}\n`);
     return 2;
   }
-  const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: requested === "userspace" ? false : env.hasNft(), requested });
+  const choice = chooseDataplane({
+    isRoot: env.isRoot,
+    hasNft: requested === "userspace" ? false : env.hasNft(),
+    requested,
+  });
   if (!choice.ok) {
     io.stderr(`error: ${choice.reason}\n`);
     return 1;
@@ -68,7 +83,9 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   let reason = choice.reason;
   if (choice.dataplane === "nftables") {
     if (requested === "nftables") {
-      io.stderr("error: passlb up --dataplane nftables (the network-namespace lab) is not in this build; use --dataplane userspace\n");
+      io.stderr(
+        "error: passlb up --dataplane nftables (the network-namespace lab) is not in this build; use --dataplane userspace\n",
+      );
       return 1;
     }
     reason = "auto: the nftables lab is not in this build, so the userspace proxy";
@@ -77,27 +94,44 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   const port = Number(opts.controlPort);
   const probeMs = Number(opts.probeInterval);
   const duration = opts.duration === undefined ? undefined : Number(opts.duration);
-  if (!Number.isInteger(port) || port < 0 || port > 65535 || !(probeMs >= 50) || (duration !== undefined && !(duration > 0))) {
+  if (
+    !Number.isInteger(port) ||
+    port < 0 ||
+    port > 65535 ||
+    !(probeMs >= 50) ||
+    (duration !== undefined && !(duration > 0))
+  ) {
     io.stderr("error: --control-port, --probe-interval or --duration is not a valid number\n");
     return 2;
   }
   const run = new QuickstartRun({ dir, probeIntervalMs: probeMs, log: (l) => io.stderr(`${l}\n`) });
-  const control = await ControlServer.start(port, () => ({ dir, startedAt: new Date(run.startedAt).toISOString(), state: run.liveState() }));
+  const control = await ControlServer.start(port, () => ({
+    dir,
+    startedAt: new Date(run.startedAt).toISOString(),
+    state: run.liveState(),
+  }));
   if (control.kind === "already_running") {
-    io.stderr(`passlb up is already running (folder ${control.dir}, since ${control.startedAt}); stop it with Ctrl-C there, or see http://127.0.0.1:${port}/\n`);
+    io.stderr(
+      `passlb up is already running (folder ${control.dir}, since ${control.startedAt}); stop it with Ctrl-C there, or see http://127.0.0.1:${port}/\n`,
+    );
     await run.close();
     return 1;
   }
   if (control.kind === "port_busy") {
-    io.stderr(`error: cannot open the control port: ${control.message} (choose another with --control-port)\n`);
+    io.stderr(
+      `error: cannot open the control port: ${control.message} (choose another with --control-port)\n`,
+    );
     await run.close();
     return 1;
   }
   const signal = env.shutdownSignal();
   io.stdout(`passlb up: data plane userspace (${reason}); folder ${dir}\n`);
-  io.stdout("  addresses are rewritten to loopback: VIPs 127.0.1.x, nodes 127.0.2.x, pods 127.0.3.x, clients 127.0.4.x; ports < 1024 + 8000\n");
+  io.stdout(
+    "  addresses are rewritten to loopback: VIPs 127.0.1.x, nodes 127.0.2.x, pods 127.0.3.x, clients 127.0.4.x; ports < 1024 + 8000\n",
+  );
   const started = await run.start();
-  for (const n of started.notes) if (n.severity !== "info") io.stderr(`${n.code}: ${n.subject}: ${n.message}\n`);
+  for (const n of started.notes)
+    if (n.severity !== "info") io.stderr(`${n.code}: ${n.subject}: ${n.message}\n`);
   if (!started.ok) {
     for (const e of started.errors) io.stderr(`error: ${e}\n`);
     await run.close();
@@ -110,7 +144,9 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   );
   io.stdout("try:\n");
   for (const l of tryLines(run.plans, snap.config)) io.stdout(`  ${l}\n`);
-  io.stdout(`edit the files in ${dir} (scale pods, switch a Service to Cluster, delete a node): the view follows within seconds\n\n`);
+  io.stdout(
+    `edit the files in ${dir} (scale pods, switch a Service to Cluster, delete a node): the view follows within seconds\n\n`,
+  );
 
   const tty = env.stdoutIsTTY;
   const refreshMs = (opts.refresh === undefined ? (tty ? 1 : 5) : Number(opts.refresh)) * 1000;
@@ -129,7 +165,12 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     const view = setInterval(draw, Math.max(200, refreshMs));
     if (opts.once) {
       view.unref();
-      timers.push(setTimeout(() => (draw(), finish()), 1500));
+      timers.push(
+        setTimeout(() => {
+          draw();
+          finish();
+        }, 1500),
+      );
     }
     if (duration !== undefined) timers.push(setTimeout(finish, duration * 1000));
     if (signal.aborted) finish();

@@ -16,12 +16,14 @@ export function chooseDataplane(facts: {
   readonly requested: DataplaneRequest;
 }): DataplaneChoice {
   const { isRoot, hasNft, requested } = facts;
-  const missing = !isRoot && !hasNft ? "not root and no nft command" : !isRoot ? "not root" : "no nft command";
+  const missing =
+    !isRoot && !hasNft ? "not root and no nft command" : !isRoot ? "not root" : "no nft command";
   if (requested === "userspace") return { ok: true, dataplane: "userspace", reason: "requested" };
   if (requested === "nftables") {
     if (isRoot && hasNft) return { ok: true, dataplane: "nftables", reason: "requested" };
     return { ok: false, reason: `nftables needs root and the nft command (${missing})` };
   }
-  if (isRoot && hasNft) return { ok: true, dataplane: "nftables", reason: "auto: root and nft are available" };
+  if (isRoot && hasNft)
+    return { ok: true, dataplane: "nftables", reason: "auto: root and nft are available" };
   return { ok: true, dataplane: "userspace", reason: `auto: ${missing}, so the userspace proxy` };
 }

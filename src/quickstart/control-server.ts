@@ -44,14 +44,18 @@ export class ControlServer {
       try {
         const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(1500) });
         const j = (await res.json()) as { passlb?: string; dir?: string; startedAt?: string };
-        if (j.passlb === "up") return { kind: "already_running", dir: j.dir ?? "?", startedAt: j.startedAt ?? "?" };
+        if (j.passlb === "up")
+          return { kind: "already_running", dir: j.dir ?? "?", startedAt: j.startedAt ?? "?" };
       } catch {
         // something else holds the port
       }
       return { kind: "port_busy", message: `127.0.0.1:${port} is used by another program` };
     }
     const addr = server.address();
-    return { kind: "started", server: new ControlServer(server, typeof addr === "object" && addr ? addr.port : port) };
+    return {
+      kind: "started",
+      server: new ControlServer(server, typeof addr === "object" && addr ? addr.port : port),
+    };
   }
 
   close(): Promise<void> {

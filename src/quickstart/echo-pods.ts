@@ -41,7 +41,9 @@ export function echoPodSpecs(pods: readonly Pod[]): EchoPodSpec[] {
           address,
           port: cp.containerPort,
           protocol: cp.protocol,
-          http: cp.protocol === "TCP" && (named === "http" || String(cp.appProtocol ?? "").toLowerCase() === "http"),
+          http:
+            cp.protocol === "TCP" &&
+            (named === "http" || String(cp.appProtocol ?? "").toLowerCase() === "http"),
         });
       }
   }

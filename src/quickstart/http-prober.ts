@@ -54,7 +54,11 @@ export class HttpProber {
   };
 
   /** node name → state of its targets, for the live view */
-  nodeStates(service: string, checkId: string, node: string): { state: HealthState; weight: number | undefined } {
+  nodeStates(
+    service: string,
+    checkId: string,
+    node: string,
+  ): { state: HealthState; weight: number | undefined } {
     const h = this.lookup(service, checkId, node);
     return { state: h.state, weight: h.weight };
   }

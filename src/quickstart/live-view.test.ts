@@ -19,7 +19,10 @@ test("the terminal view: per Service the VIP, node health and weight, pod shares
 test("plain lines: one per Service, no escape sequences", () => {
   const text = renderLiveLines(state);
   assert.equal(text.split("\n").filter(Boolean).length, 2);
-  assert.doesNotMatch(text, /\x1b/);
-  assert.match(text, /^\[45s\] demo\/web TCP 127\.0\.1\.3:8080 Local nodes: node-a1=up\/w3 node-a2=up\/w1 node-c1=DOWN\/w0 \| last 10s: 100 conns web-1=30 web-2=30 web-4=40$/m);
+  assert.ok(!text.includes("\u001b"), "no escape sequences");
+  assert.match(
+    text,
+    /^\[45s\] demo\/web TCP 127\.0\.1\.3:8080 Local nodes: node-a1=up\/w3 node-a2=up\/w1 node-c1=DOWN\/w0 \| last 10s: 100 conns web-1=30 web-2=30 web-4=40$/m,
+  );
   assert.match(text, /demo\/dns .* Cluster fail-open nodes: node-a1=\?\/w1 \| last 10s: 0 conns/);
 });

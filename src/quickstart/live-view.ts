@@ -40,7 +40,8 @@ export interface LiveState {
   readonly events: readonly string[];
 }
 
-const pct = (n: number, total: number) => (total === 0 ? "  -" : `${Math.round((100 * n) / total)}%`.padStart(4));
+const pct = (n: number, total: number) =>
+  total === 0 ? "  -" : `${Math.round((100 * n) / total)}%`.padStart(4);
 
 const HEALTH_MARK = { healthy: "up", unhealthy: "DOWN", unknown: "?" } as const;
 
@@ -50,7 +51,11 @@ export function renderLiveView(state: LiveState): string {
   lines.push(`passlb up — running ${up}s — shares over the last ${state.windowSeconds}s — Ctrl-C stops`);
   for (const s of state.services) {
     lines.push("");
-    const extras = [s.policy === "Local" ? "Local" : "Cluster", ...s.notes, ...(s.failOpen ? ["FAIL-OPEN"] : [])];
+    const extras = [
+      s.policy === "Local" ? "Local" : "Cluster",
+      ...s.notes,
+      ...(s.failOpen ? ["FAIL-OPEN"] : []),
+    ];
     lines.push(`${s.service}  ${s.listeners.join(", ")}  (${extras.join(", ")})`);
     const nodeCells = s.nodes.map(
       (n) => `${n.node}[${n.zone || "-"}] ${HEALTH_MARK[n.health]} w${n.weight}${n.active ? "" : " (out)"}`,
@@ -60,7 +65,9 @@ export function renderLiveView(state: LiveState): string {
     if (s.pods.length === 0) lines.push("  pods:  none");
     for (const p of s.pods) {
       const bar = "#".repeat(total === 0 ? 0 : Math.round((20 * p.connections) / total));
-      lines.push(`  ${p.pod.padEnd(24)} ${p.node.padEnd(10)} ${pct(p.connections, total)} ${String(p.connections).padStart(5)} ${bar}`);
+      lines.push(
+        `  ${p.pod.padEnd(24)} ${p.node.padEnd(10)} ${pct(p.connections, total)} ${String(p.connections).padStart(5)} ${bar}`,
+      );
     }
   }
   if (state.events.length > 0) {

@@ -58,10 +58,11 @@ test("a snapshot: pools, nodes, services rewritten; IPv6 dropped; collisions rep
   assert.deepEqual(svc.spec.ipFamilies, ["IPv4"]);
   assert.equal(svc.spec.ipFamilyPolicy, "SingleStack");
   assert.deepEqual(svc.spec.loadBalancerSourceRanges, ["127.0.4.0/24"]);
-  assert.deepEqual(
-    notes.map((n) => n.code).sort(),
-    ["loopback_address_collision", "loopback_ipv6_dropped", "loopback_port_shifted"],
-  );
+  assert.deepEqual(notes.map((n) => n.code).sort(), [
+    "loopback_address_collision",
+    "loopback_ipv6_dropped",
+    "loopback_port_shifted",
+  ]);
   // the rewrite is deterministic: twice gives the same
   assert.deepEqual(loopbackSnapshot(decoded.snapshot).snapshot, snapshot);
 });

@@ -39,13 +39,13 @@ export interface RewriteNote {
 
 export function loopbackAddress(address: string, role: LoopbackRole): string | undefined {
   const ip = parseIp(address);
-  if (!ip || ip.family !== "IPv4") return undefined;
+  if (ip?.family !== "IPv4") return undefined;
   return `127.0.${LOOPBACK_ROLES[role]}.${Number(ip.value & 0xffn)}`;
 }
 
 export function loopbackCidr(text: string, role: LoopbackRole): string | undefined {
   const c = parseCidr(text, true);
-  if (!c || c.family !== "IPv4") return undefined;
+  if (c?.family !== "IPv4") return undefined;
   if (c.prefix < 24) return `127.0.${LOOPBACK_ROLES[role]}.0/24`;
   return `127.0.${LOOPBACK_ROLES[role]}.${Number(c.base & 0xffn)}/${c.prefix}`;
 }
@@ -92,7 +92,12 @@ export function loopbackSnapshot(snapshot: Snapshot): { snapshot: Snapshot; note
   const port = (p: number, subject: string): number => {
     const q = loopbackPort(p);
     if (q !== p)
-      notes.push({ code: "loopback_port_shifted", severity: "info", subject, message: `port ${p} is served on ${q}` });
+      notes.push({
+        code: "loopback_port_shifted",
+        severity: "info",
+        subject,
+        message: `port ${p} is served on ${q}`,
+      });
     return q;
   };
 
@@ -100,7 +105,10 @@ export function loopbackSnapshot(snapshot: Snapshot): { snapshot: Snapshot; note
     ...snapshot.config,
     pools: snapshot.config.pools.map((p) => ({
       ...p,
-      addresses: p.addresses.filter((a) => !a.includes(":")).map(loopbackPool).filter(defined),
+      addresses: p.addresses
+        .filter((a) => !a.includes(":"))
+        .map(loopbackPool)
+        .filter(defined),
     })),
     zones: snapshot.config.zones.map((z) => ({
       ...z,
@@ -169,12 +177,17 @@ export function loopbackSnapshot(snapshot: Snapshot): { snapshot: Snapshot; note
       ...p.spec,
       containers: p.spec.containers.map((c) => ({
         ...c,
-        ...(c.ports ? { ports: c.ports.map((cp) => ({ ...cp, containerPort: loopbackPort(cp.containerPort) })) } : {}),
+        ...(c.ports
+          ? { ports: c.ports.map((cp) => ({ ...cp, containerPort: loopbackPort(cp.containerPort) })) }
+          : {}),
       })),
     };
     if (!st) return { ...p, spec };
-    const podIP = st.podIP && v4(st.podIP) ? claim(loopbackAddress(st.podIP, "pod"), st.podIP, subject) : undefined;
-    const podIPs = st.podIPs?.filter((i) => v4(i.ip)).map((i) => ({ ...i, ip: loopbackAddress(i.ip, "pod")! }));
+    const podIP =
+      st.podIP && v4(st.podIP) ? claim(loopbackAddress(st.podIP, "pod"), st.podIP, subject) : undefined;
+    const podIPs = st.podIPs
+      ?.filter((i) => v4(i.ip))
+      .map((i) => ({ ...i, ip: loopbackAddress(i.ip, "pod")! }));
     const status = { ...st, ...(podIP ? { podIP } : {}), ...(podIPs ? { podIPs } : {}) };
     if (!podIP) delete status.podIP;
     return { ...p, spec, status };
@@ -188,7 +201,13 @@ export function loopbackSnapshot(snapshot: Snapshot): { snapshot: Snapshot; note
     .map(
       (s): EndpointSlice => ({
         ...s,
-        ...(s.ports ? { ports: s.ports.map((p) => (typeof p.port === "number" ? { ...p, port: loopbackPort(p.port) } : p)) } : {}),
+        ...(s.ports
+          ? {
+              ports: s.ports.map((p) =>
+                typeof p.port === "number" ? { ...p, port: loopbackPort(p.port) } : p,
+              ),
+            }
+          : {}),
         ...(s.endpoints
           ? {
               endpoints: s.endpoints.map((e) => ({
@@ -214,7 +233,11 @@ export function loopbackSnapshot(snapshot: Snapshot): { snapshot: Snapshot; note
           subsets: e.subsets.map((sub) => ({
             ...sub,
             ...(sub.addresses
-              ? { addresses: sub.addresses.filter((a) => v4(a.ip)).map((a) => ({ ...a, ip: loopbackAddress(a.ip, "pod")! })) }
+              ? {
+                  addresses: sub.addresses
+                    .filter((a) => v4(a.ip))
+                    .map((a) => ({ ...a, ip: loopbackAddress(a.ip, "pod")! })),
+                }
               : {}),
             ...(sub.notReadyAddresses
               ? {

@@ -153,7 +153,9 @@ export class QuickstartRun {
       const podNodes = new Map<string, string>();
       for (const p of this.#snapshot?.pods ?? [])
         podNodes.set(`${p.metadata.namespace ?? "default"}/${p.metadata.name ?? ""}`, p.spec.nodeName ?? "");
-      const pods = [...counts.keys()].sort().map((pod) => ({ pod, node: podNodes.get(pod) ?? "?", connections: counts.get(pod)! }));
+      const pods = [...counts.keys()]
+        .sort()
+        .map((pod) => ({ pod, node: podNodes.get(pod) ?? "?", connections: counts.get(pod)! }));
       const notes: string[] = [];
       if (plan.weighted) notes.push("weighted");
       if (plan.zonalAffinity) notes.push("zonal");
@@ -161,12 +163,16 @@ export class QuickstartRun {
       if (plan.sourceRanges.length > 0) notes.push(`from ${plan.sourceRanges.join(" ")}`);
       services.push({
         service: plan.service,
-        listeners: plan.vips.flatMap((v) => plan.listeners.map((l) => `${l.protocol} ${v.address}:${l.port}`)),
+        listeners: plan.vips.flatMap((v) =>
+          plan.listeners.map((l) => `${l.protocol} ${v.address}:${l.port}`),
+        ),
         policy: plan.externalTrafficPolicy,
         notes,
         failOpen: first?.failOpen ?? false,
         nodes: plan.members.map((m) => {
-          const h = check ? this.#prober.lookup(plan.service, check.id, m.node) : { state: "unknown" as const };
+          const h = check
+            ? this.#prober.lookup(plan.service, check.id, m.node)
+            : { state: "unknown" as const };
           const weight = check?.readsWeight && h.weight !== undefined ? h.weight : m.weight;
           return { node: m.node, zone: m.zone, health: h.state, weight, active: active.has(m.node) };
         }),
@@ -249,7 +255,11 @@ export class QuickstartRun {
     this.#zones = snapshot.config.zones.flatMap((z) =>
       z.clientCIDRs.map((c) => parseCidr(c, true)).flatMap((cidr) => (cidr ? [{ zone: z.name, cidr }] : [])),
     );
-    const result = planSnapshot(snapshot, { ipMode: "Proxy", previous: new Map(this.#plans.map((p) => [p.service, p])) }, this.#cache);
+    const result = planSnapshot(
+      snapshot,
+      { ipMode: "Proxy", previous: new Map(this.#plans.map((p) => [p.service, p])) },
+      this.#cache,
+    );
     this.#plans = result.plans;
     const errors = [...(await this.#pods.update(echoPodSpecs(snapshot.pods)))];
     errors.push(...(await this.#applyAgents(snapshot)));
@@ -263,7 +273,9 @@ export class QuickstartRun {
     const wanted = new Map<string, string>();
     for (const n of snapshot.nodes) {
       const name = n.metadata.name ?? "";
-      const addr = n.status?.addresses?.find((a) => a.type === "InternalIP" && !a.address.includes(":"))?.address;
+      const addr = n.status?.addresses?.find(
+        (a) => a.type === "InternalIP" && !a.address.includes(":"),
+      )?.address;
       if (name && addr && !this.#stopped.has(name)) wanted.set(name, addr);
     }
     for (const [name, a] of this.#agents)
@@ -283,7 +295,8 @@ export class QuickstartRun {
           udpIdleMs: this.#o.udpIdleMs ?? 30_000,
           now: this.#now,
           onEvent: (e) => {
-            if ((e.kind === "connection" || e.kind === "flow") && e.pod) this.#recent.record(e.service, e.pod, this.#now());
+            if ((e.kind === "connection" || e.kind === "flow") && e.pod)
+              this.#recent.record(e.service, e.pod, this.#now());
           },
         });
         a = { proxy, address };

@@ -19,7 +19,8 @@ export class RecentConnections {
 
   record(service: string, pod: string, now: number): void {
     this.#entries.push({ at: now, service, pod });
-    if (this.#entries.length > this.#maxEntries) this.#entries.splice(0, this.#entries.length - this.#maxEntries);
+    if (this.#entries.length > this.#maxEntries)
+      this.#entries.splice(0, this.#entries.length - this.#maxEntries);
   }
 
   /** pod → count for one Service within the window */

@@ -26,7 +26,10 @@ export function tryLines(plans: readonly LoadBalancerPlan[], config: PasslbConfi
         out.push(`curl -s http://${vip.address}:${l.port}/${source ? `   # add --interface ${source}` : ""}`);
         if (plan.zonalAffinity)
           for (const z of config.zones)
-            if (z.clientCIDRs[0]) out.push(`curl -s --interface ${firstHost(z.clientCIDRs[0])} http://${vip.address}:${l.port}/   # a client in ${z.name}`);
+            if (z.clientCIDRs[0])
+              out.push(
+                `curl -s --interface ${firstHost(z.clientCIDRs[0])} http://${vip.address}:${l.port}/   # a client in ${z.name}`,
+              );
       } else if (l.protocol === "TCP") {
         out.push(`echo hello | nc${source ? ` -s ${source}` : ""} -w1 ${vip.address} ${l.port}`);
       } else if (l.protocol === "UDP") {

@@ -12,7 +12,12 @@ export interface Answer {
 }
 
 /** GET / on a fresh connection from `localAddress`; the echo pod's JSON answer. */
-export function httpGet(host: string, port: number, localAddress = "127.0.0.1", timeoutMs = 2000): Promise<Answer> {
+export function httpGet(
+  host: string,
+  port: number,
+  localAddress = "127.0.0.1",
+  timeoutMs = 2000,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const s = connect({ host, port, localAddress });
     let data = "";
@@ -44,7 +49,11 @@ export function httpGet(host: string, port: number, localAddress = "127.0.0.1", 
 }
 
 /** An open TCP connection that sends a line and waits for the echoed line. */
-export async function openLine(host: string, port: number, localAddress = "127.0.0.1"): Promise<{
+export async function openLine(
+  host: string,
+  port: number,
+  localAddress = "127.0.0.1",
+): Promise<{
   socket: Socket;
   ask: (line: string) => Promise<string>;
 }> {
@@ -116,7 +125,11 @@ export function udpAsk(
   });
 }
 
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+export async function until(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     if (await cond()) return;

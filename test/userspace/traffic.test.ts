@@ -29,7 +29,11 @@ before(async () => {
   const started = await run.start();
   assert.deepEqual(started.errors, []);
   // every probed node has answered once
-  await until(() => run.liveState().services.every((s) => s.nodes.every((n) => n.health !== "unknown")), 3000, "first probes");
+  await until(
+    () => run.liveState().services.every((s) => s.nodes.every((n) => n.health !== "unknown")),
+    3000,
+    "first probes",
+  );
 });
 
 after(async () => {
@@ -68,7 +72,10 @@ test("Cluster with ClientIP affinity: one client sticks to one node and pod; pod
 
 test("UDP: a flow stays on its pod; sources outside loadBalancerSourceRanges get nothing", async () => {
   const allowed = await udpAsk(DNS, 8053, ["q1", "q2", "q3"], "127.0.4.20");
-  assert.ok(allowed.every((a) => a !== undefined), JSON.stringify(allowed));
+  assert.ok(
+    allowed.every((a) => a !== undefined),
+    JSON.stringify(allowed),
+  );
   const pods = new Set(allowed.map((a) => JSON.parse(a!.split(" ")[0]!).pod));
   assert.equal(pods.size, 1);
   const denied = await udpAsk(DNS, 8053, ["q"], "127.0.0.1", 400);
@@ -83,7 +90,13 @@ test("an established connection survives a backend change; new connections follo
   const file = join(dir, "endpointslices.yaml");
   const text = await readFile(file, "utf8");
   const ip = pod === "t/echo-1" ? "203.0.113.231" : "203.0.113.232";
-  await writeFile(file, text.replace(`- addresses: [${ip}]\n    conditions: { ready: true`, `- addresses: [${ip}]\n    conditions: { ready: false`));
+  await writeFile(
+    file,
+    text.replace(
+      `- addresses: [${ip}]\n    conditions: { ready: true`,
+      `- addresses: [${ip}]\n    conditions: { ready: false`,
+    ),
+  );
   await run.reload();
   const again = await c.ask("two");
   assert.equal(again.split("@")[0], pod, "same pod on the established connection");
@@ -102,7 +115,11 @@ test("failover: when a node agent stops, its health check fails and new connecti
   await run.stopAgent("n1");
   try {
     await until(
-      () => run.liveState().services.find((s) => s.service === "t/web")!.nodes.find((n) => n.node === "n1")!.health === "unhealthy",
+      () =>
+        run
+          .liveState()
+          .services.find((s) => s.service === "t/web")!
+          .nodes.find((n) => n.node === "n1")!.health === "unhealthy",
       3000,
       "n1 unhealthy",
     );
@@ -114,7 +131,11 @@ test("failover: when a node agent stops, its health check fails and new connecti
     await run.startAgent("n1");
   }
   await until(
-    () => run.liveState().services.find((s) => s.service === "t/web")!.nodes.find((n) => n.node === "n1")!.health === "healthy",
+    () =>
+      run
+        .liveState()
+        .services.find((s) => s.service === "t/web")!
+        .nodes.find((n) => n.node === "n1")!.health === "healthy",
     3000,
     "n1 healthy again",
   );
@@ -126,13 +147,22 @@ test("live reload: switching web to Cluster shows in the view and in what pods s
   // healthCheckNodePort goes too: the API only allows it under Local
   await writeFile(
     file,
-    text.replace("externalTrafficPolicy: Local", "externalTrafficPolicy: Cluster").replace("  healthCheckNodePort: 32200\n", ""),
+    text
+      .replace("externalTrafficPolicy: Local", "externalTrafficPolicy: Cluster")
+      .replace("  healthCheckNodePort: 32200\n", ""),
   );
   try {
     // the poll (200 ms) notices the change by itself
-    await until(() => run.liveState().services.find((s) => s.service === "t/web")?.policy === "Cluster", 3000, "reload");
+    await until(
+      () => run.liveState().services.find((s) => s.service === "t/web")?.policy === "Cluster",
+      3000,
+      "reload",
+    );
     const view = run.liveState().services.find((s) => s.service === "t/web")!;
-    assert.deepEqual(view.nodes.map((n) => n.node), ["n1", "n2", "n3"]);
+    assert.deepEqual(
+      view.nodes.map((n) => n.node),
+      ["n1", "n2", "n3"],
+    );
     const a = await httpGet(WEB, 8080);
     assert.ok(Object.values(NODE).includes(a.client.split(":")[0] as never), `pod saw ${a.client}`);
   } finally {

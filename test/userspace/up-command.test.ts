@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { connect } from "node:net";
-import { fileURLToPath } from "node:url";
 import { after, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { httpGet, until } from "./clients.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/passlb.js", import.meta.url));
@@ -15,7 +15,9 @@ const CONTROL = String(17460 + (process.pid % 500));
 const children: ChildProcess[] = [];
 
 function start(args: string[]): { child: ChildProcess; out: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [BIN, "up", "--control-port", CONTROL, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, "up", "--control-port", CONTROL, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push(child);
   let text = "";
   child.stdout!.on("data", (d) => (text += d));
@@ -39,7 +41,9 @@ function portClosed(host: string, port: number): Promise<boolean> {
   });
 }
 
-test("passlb up starts the example, serves traffic, refuses a second instance and stops on SIGINT", { timeout: 30_000 }, async () => {
+test("passlb up starts the example, serves traffic, refuses a second instance and stops on SIGINT", {
+  timeout: 30_000,
+}, async () => {
   const first = start(["--duration", "25", "--refresh", "1"]);
   await until(() => first.out().includes("running:"), 15_000, `"running:" in ${first.out()}`);
   assert.match(first.out(), /curl -s http:\/\/127\.0\.1\.3:8080\//);

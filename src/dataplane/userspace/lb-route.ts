@@ -12,10 +12,11 @@
  * - A node the caller just failed to reach is avoided: the next backend in name order.
  * Pure apart from the affinity table, which takes `now`.
  */
+
+import { type Cidr, cidrContains, parseCidr, parseIp } from "../../net/ip.ts";
 import type { ActiveBackend, ListenerForwarding } from "../forwarding-state.ts";
 import { lookupBackend } from "../maglev.ts";
 import { flowHash } from "../maglev-flow-hash.ts";
-import { type Cidr, cidrContains, parseCidr, parseIp } from "../../net/ip.ts";
 import type { FlowTable } from "./flow-table.ts";
 
 export interface LbRoute {

@@ -56,11 +56,15 @@ export class NodeHealthServers {
           return;
         }
         const [namespace, name] = a.service.split("/");
-        body(a.localEndpoints > 0 ? 200 : 503, {
-          service: { namespace, name },
-          localEndpoints: a.localEndpoints,
-          serviceProxyHealthy: true,
-        }, a.localEndpoints);
+        body(
+          a.localEndpoints > 0 ? 200 : 503,
+          {
+            service: { namespace, name },
+            localEndpoints: a.localEndpoints,
+            serviceProxyHealthy: true,
+          },
+          a.localEndpoints,
+        );
         void req;
       });
       try {

@@ -15,7 +15,7 @@
  * Pure: a Snapshot and a node name in, data out.
  */
 import { categorizeEndpoints } from "../../endpoints/categorize.ts";
-import { mergeServiceEndpoints, localReadyEndpointCount, slicesByService } from "../../endpoints/merge.ts";
+import { localReadyEndpointCount, mergeServiceEndpoints, slicesByService } from "../../endpoints/merge.ts";
 import { objectKey, type Snapshot } from "../../k8s/snapshot.ts";
 import { LEGACY_ZONE_LABEL, ZONE_LABEL } from "../../plan/node-facts.ts";
 
@@ -64,7 +64,11 @@ export function nodePortRoutes(snapshot: Snapshot, node: string): NodeRoutes {
     const { ports } = mergeServiceEndpoints(bySvc.get(key) ?? []);
     const policy = svc.spec.externalTrafficPolicy ?? "Cluster";
     if (policy === "Local" && type === "LoadBalancer" && svc.spec.healthCheckNodePort)
-      health.push({ service: key, port: svc.spec.healthCheckNodePort, localEndpoints: localReadyEndpointCount(ports, node) });
+      health.push({
+        service: key,
+        port: svc.spec.healthCheckNodePort,
+        localEndpoints: localReadyEndpointCount(ports, node),
+      });
     for (const sp of svc.spec.ports) {
       if (!sp.nodePort || sp.protocol === "SCTP") continue;
       const merged = ports.find((p) => p.name === (sp.name ?? "") && p.protocol === sp.protocol);

@@ -118,18 +118,36 @@ export class NodeProxy {
     const h = route.clientIpAffinity
       ? flowHash({ srcAddr: client }, this.#o.seed)
       : flowHash(
-          { protocol: route.protocol, srcAddr: client, srcPort: clientPort, dstAddr: this.#o.address, dstPort: route.nodePort },
+          {
+            protocol: route.protocol,
+            srcAddr: client,
+            srcPort: clientPort,
+            dstAddr: this.#o.address,
+            dstPort: route.nodePort,
+          },
           this.#o.seed,
         );
     return route.targets[h % n];
   }
 
-  #podHeader(route: NodePortRoute, transport: "TCP" | "UDP", client: string, clientPort: number, t: PodTarget): Buffer | undefined {
+  #podHeader(
+    route: NodePortRoute,
+    transport: "TCP" | "UDP",
+    client: string,
+    clientPort: number,
+    t: PodTarget,
+  ): Buffer | undefined {
     if (!this.#o.sendProxyProtocol) return undefined;
     const local = route.policy === "Local";
     const src = local ? client : this.#o.address;
     if (src.includes(":") !== t.address.includes(":")) return undefined;
-    return encodeProxyV2({ transport, srcAddr: src, srcPort: local ? clientPort : 0, dstAddr: t.address, dstPort: t.port });
+    return encodeProxyV2({
+      transport,
+      srcAddr: src,
+      srcPort: local ? clientPort : 0,
+      dstAddr: t.address,
+      dstPort: t.port,
+    });
   }
 
   async #open(route: NodePortRoute): Promise<Listening> {
@@ -161,7 +179,10 @@ export class NodeProxy {
             if (d.kind === "header") body = payload.subarray(d.length);
           }
           if (!this.#o.sendProxyProtocol) return body;
-          const c = clients.get(`${rinfo.address}|${rinfo.port}`) ?? { address: plainAddress(rinfo.address), port: rinfo.port };
+          const c = clients.get(`${rinfo.address}|${rinfo.port}`) ?? {
+            address: plainAddress(rinfo.address),
+            port: rinfo.port,
+          };
           const t = this.#pick(entry.route, c.address, c.port);
           const header = t && this.#podHeader(entry.route, "UDP", c.address, c.port, t);
           return header ? Buffer.concat([header, body]) : body;
@@ -190,7 +211,8 @@ export class NodeProxy {
   #udpClient(address: string, port: number, payload: Buffer): { address: string; port: number } {
     if (this.#o.acceptProxyProtocol) {
       const d = decodeProxyV2(payload);
-      if (d.kind === "header" && d.addresses) return { address: d.addresses.srcAddr, port: d.addresses.srcPort };
+      if (d.kind === "header" && d.addresses)
+        return { address: d.addresses.srcAddr, port: d.addresses.srcPort };
     }
     return { address: plainAddress(address), port };
   }

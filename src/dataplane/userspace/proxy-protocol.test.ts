@@ -6,21 +6,36 @@ import { decodeProxyV2, encodeProxyV2, encodeProxyV2Local } from "./proxy-protoc
 const SIG = "0d0a0d0a000d0a515549540a";
 
 test("TCP over IPv4: signature, 0x21, 0x11, length 12, addresses, ports", () => {
-  const h = encodeProxyV2({ transport: "TCP", srcAddr: "192.0.2.10", srcPort: 51000, dstAddr: "203.0.113.1", dstPort: 80 });
-  assert.equal(
-    h.toString("hex"),
-    `${SIG}2111000c` + "c000020a" + "cb007101" + "c738" + "0050",
-  );
+  const h = encodeProxyV2({
+    transport: "TCP",
+    srcAddr: "192.0.2.10",
+    srcPort: 51000,
+    dstAddr: "203.0.113.1",
+    dstPort: 80,
+  });
+  assert.equal(h.toString("hex"), `${SIG}2111000cc000020acb007101c7380050`);
 });
 
 test("UDP over IPv4 uses transport 2 (DGRAM)", () => {
-  const h = encodeProxyV2({ transport: "UDP", srcAddr: "127.0.4.1", srcPort: 1, dstAddr: "127.0.1.1", dstPort: 8053 });
+  const h = encodeProxyV2({
+    transport: "UDP",
+    srcAddr: "127.0.4.1",
+    srcPort: 1,
+    dstAddr: "127.0.1.1",
+    dstPort: 8053,
+  });
   assert.equal(h[13], 0x12);
   assert.equal(h.length, 28);
 });
 
 test("TCP over IPv6: family 2, length 36", () => {
-  const h = encodeProxyV2({ transport: "TCP", srcAddr: "fd00::1", srcPort: 1, dstAddr: "fd00:10::2", dstPort: 2 });
+  const h = encodeProxyV2({
+    transport: "TCP",
+    srcAddr: "fd00::1",
+    srcPort: 1,
+    dstAddr: "fd00:10::2",
+    dstPort: 2,
+  });
   assert.equal(h.subarray(12, 16).toString("hex"), "21210024");
   assert.equal(h.length, 16 + 36);
   assert.equal(h.subarray(16, 32).toString("hex"), "fd000000000000000000000000000001");

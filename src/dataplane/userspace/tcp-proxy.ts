@@ -3,8 +3,8 @@
  * an accepted client socket to a new connection towards a target; `readProxyHeader`
  * takes a PROXY v2 header off the front of an accepted socket.
  *
- * - Backpressure: each direction is a `pipe`, which pauses the reader while the writer's
- *   buffer is full, so one slow peer holds only its own connection.
+ * - Backpressure: each direction pauses its reader while the writer's buffer is full and
+ *   resumes it on `drain`, so one slow peer holds only its own connection.
  * - Half-close: both sockets allow half-open; a FIN from one side becomes `end()` on the
  *   other, and the reverse direction keeps flowing until it ends too.
  * - Errors: a reset or error on either side destroys both; the connect has a deadline, so
@@ -97,8 +97,21 @@ function join(a: Socket, b: Socket): void {
   // a reset arrives as an error; a clean close of one side ends the other
   a.once("close", (hadError) => (hadError ? b.destroy() : b.end()));
   b.once("close", (hadError) => (hadError ? a.destroy() : a.end()));
-  a.pipe(b);
-  b.pipe(a);
+  relay(a, b);
+  relay(b, a);
+}
+
+/** One direction: what `pipe` does, with fewer listeners (this runs per connection). */
+function relay(from: Socket, to: Socket): void {
+  const resume = () => from.resume();
+  from.on("data", (chunk: Buffer) => {
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once("drain", resume);
+    }
+  });
+  from.once("end", () => to.end());
+  from.resume();
 }
 
 export type ProxyHeaderRead =
@@ -111,7 +124,11 @@ export type ProxyHeaderRead =
  * without, plain traffic is accepted and left unread ("none"). Bytes after the header are
  * pushed back, and the socket is left paused for the caller to pipe.
  */
-export function readProxyHeader(socket: Socket, timeoutMs: number, required: boolean): Promise<ProxyHeaderRead> {
+export function readProxyHeader(
+  socket: Socket,
+  timeoutMs: number,
+  required: boolean,
+): Promise<ProxyHeaderRead> {
   return new Promise((resolve) => {
     let buffered: Buffer = Buffer.alloc(0);
     const timer = setTimeout(() => done({ kind: "failed", reason: "no PROXY header in time" }), timeoutMs);

@@ -33,7 +33,11 @@ export interface LbEvent {
 }
 
 export interface LbFinding {
-  readonly code: "listener_bind_failed" | "listener_conflict" | "listener_no_node_port" | "protocol_unsupported";
+  readonly code:
+    | "listener_bind_failed"
+    | "listener_conflict"
+    | "listener_no_node_port"
+    | "protocol_unsupported";
   readonly severity: "error" | "warning";
   readonly subject: string;
   readonly message: string;
@@ -86,7 +90,10 @@ export class UserspaceLb {
   async update(services: readonly ServiceForwarding[]): Promise<LbFinding[]> {
     if (this.#closed) return [];
     const findings: LbFinding[] = [];
-    const wanted = new Map<string, { route: LbRoute; protocol: "TCP" | "UDP"; nodePort: number; ip: string }>();
+    const wanted = new Map<
+      string,
+      { route: LbRoute; protocol: "TCP" | "UDP"; nodePort: number; ip: string }
+    >();
     for (const svc of services) {
       const plan = svc.plan;
       const affinity = plan.sessionAffinity.type === "ClientIP";
@@ -99,17 +106,41 @@ export class UserspaceLb {
       for (const fw of svc.listeners) {
         const l = plan.listeners.find((x) => x.protocol === fw.protocol && x.port === fw.port);
         if (fw.protocol === "SCTP") {
-          findings.push(finding("protocol_unsupported", "warning", plan.service, fw.listener, "SCTP is not proxied in userspace"));
+          findings.push(
+            finding(
+              "protocol_unsupported",
+              "warning",
+              plan.service,
+              fw.listener,
+              "SCTP is not proxied in userspace",
+            ),
+          );
           continue;
         }
         if (!l?.nodePort) {
-          findings.push(finding("listener_no_node_port", "warning", plan.service, fw.listener, "no nodePort to forward to"));
+          findings.push(
+            finding(
+              "listener_no_node_port",
+              "warning",
+              plan.service,
+              fw.listener,
+              "no nodePort to forward to",
+            ),
+          );
           continue;
         }
         for (const vip of plan.vips) {
           const key = `${fw.protocol} ${vip.family === "IPv6" ? `[${vip.address}]` : vip.address}:${fw.port}`;
           if (wanted.has(key)) {
-            findings.push(finding("listener_conflict", "error", plan.service, fw.listener, `${key} is already used by ${wanted.get(key)!.route.service}`));
+            findings.push(
+              finding(
+                "listener_conflict",
+                "error",
+                plan.service,
+                fw.listener,
+                `${key} is already used by ${wanted.get(key)!.route.service}`,
+              ),
+            );
             continue;
           }
           const route: LbRoute = {
@@ -143,7 +174,15 @@ export class UserspaceLb {
       try {
         this.#listeners.set(key, await this.#open(key, w.protocol, w.ip, w.route, w.nodePort));
       } catch (e) {
-        findings.push(finding("listener_bind_failed", "error", w.route.service, w.route.forwarding.listener, `${key}: ${(e as Error).message}`));
+        findings.push(
+          finding(
+            "listener_bind_failed",
+            "error",
+            w.route.service,
+            w.route.forwarding.listener,
+            `${key}: ${(e as Error).message}`,
+          ),
+        );
       }
     }
     return findings;
@@ -158,7 +197,13 @@ export class UserspaceLb {
     this.#affinity.clear();
   }
 
-  async #open(key: string, protocol: "TCP" | "UDP", ip: string, route: LbRoute, nodePort: number): Promise<Listening> {
+  async #open(
+    key: string,
+    protocol: "TCP" | "UDP",
+    ip: string,
+    route: LbRoute,
+    nodePort: number,
+  ): Promise<Listening> {
     const port = route.forwarding.port;
     if (protocol === "UDP") {
       const entry: Listening = { key, protocol, route, nodePort };
@@ -175,7 +220,12 @@ export class UserspaceLb {
             this.#o.onEvent?.({ kind: "denied", ...base });
             return undefined;
           }
-          const b = chooseNode(r, this.#client(client, rinfo.port), this.#affinity.get(r.service), this.#now());
+          const b = chooseNode(
+            r,
+            this.#client(client, rinfo.port),
+            this.#affinity.get(r.service),
+            this.#now(),
+          );
           const host = b && (r.vip.includes(":") ? b.addresses.IPv6 : b.addresses.IPv4);
           if (!b || !host) {
             this.#o.onEvent?.({ kind: "no_backend", ...base });
@@ -188,7 +238,13 @@ export class UserspaceLb {
           ? {
               outbound: (rinfo, payload) =>
                 Buffer.concat([
-                  encodeProxyV2({ transport: "UDP", srcAddr: plainAddress(rinfo.address), srcPort: rinfo.port, dstAddr: ip, dstPort: port }),
+                  encodeProxyV2({
+                    transport: "UDP",
+                    srcAddr: plainAddress(rinfo.address),
+                    srcPort: rinfo.port,
+                    dstAddr: ip,
+                    dstPort: port,
+                  }),
                   payload,
                 ]),
             }
@@ -231,11 +287,23 @@ export class UserspaceLb {
     }
     let avoid: string | undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
-      const b = chooseNode(r, this.#client(client, clientPort), this.#affinity.get(r.service), this.#now(), avoid);
+      const b = chooseNode(
+        r,
+        this.#client(client, clientPort),
+        this.#affinity.get(r.service),
+        this.#now(),
+        avoid,
+      );
       const host = b && (r.vip.includes(":") ? b.addresses.IPv6 : b.addresses.IPv4);
       if (!b || !host) break;
       const header = this.#o.proxyProtocol
-        ? encodeProxyV2({ transport: "TCP", srcAddr: client, srcPort: clientPort, dstAddr: r.vip, dstPort: r.forwarding.port })
+        ? encodeProxyV2({
+            transport: "TCP",
+            srcAddr: client,
+            srcPort: clientPort,
+            dstAddr: r.vip,
+            dstPort: r.forwarding.port,
+          })
         : undefined;
       const ok = await spliceTcp(
         socket,
@@ -258,7 +326,13 @@ export class UserspaceLb {
   }
 }
 
-function finding(code: LbFinding["code"], severity: LbFinding["severity"], service: string, listener: string, message: string): LbFinding {
+function finding(
+  code: LbFinding["code"],
+  severity: LbFinding["severity"],
+  service: string,
+  listener: string,
+  message: string,
+): LbFinding {
   return { code, severity, subject: `Service ${service} ${listener}`, message };
 }
 
