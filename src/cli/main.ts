@@ -31,8 +31,8 @@ async function main(): Promise<void> {
     (code) => {
       process.exitCode = code;
     },
+    shutdownSignal,
     {
-      shutdownSignal,
       stdoutIsTTY: process.stdout.isTTY === true,
       isRoot: process.getuid?.() === 0,
       hasNft: () => {

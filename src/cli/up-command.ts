@@ -17,13 +17,16 @@ import { QuickstartRun } from "../quickstart/quickstart-run.ts";
 import { tryLines } from "../quickstart/try-lines.ts";
 import type { CliIo } from "./load-input.ts";
 
-/** What only the composition root knows about the process. */
-export interface RunEnv {
-  /** fires on the first SIGINT or SIGTERM */
-  readonly shutdownSignal: () => AbortSignal;
+/** What only the composition root knows about the host and the process. */
+export interface HostFacts {
   readonly stdoutIsTTY: boolean;
   readonly isRoot: boolean;
   readonly hasNft: () => boolean;
+}
+
+export interface RunEnv extends HostFacts {
+  /** fires on the first SIGINT or SIGTERM */
+  readonly shutdownSignal: () => AbortSignal;
 }
 
 export const BUNDLED_EXAMPLE = fileURLToPath(new URL("../../examples/quickstart", import.meta.url));
