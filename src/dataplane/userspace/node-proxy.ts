@@ -17,7 +17,7 @@ import { flowHash } from "../maglev-flow-hash.ts";
 import { NodeHealthServers } from "./node-health-servers.ts";
 import type { NodePortRoute, NodeRoutes, PodTarget } from "./node-port-routes.ts";
 import { decodeProxyV2, encodeProxyV2 } from "./proxy-protocol.ts";
-import { plainAddress, readProxyHeader, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
+import { destroyAll, plainAddress, readProxyHeader, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
 import { UdpRelay } from "./udp-proxy.ts";
 
 export interface NodeProxyEvent {
@@ -101,7 +101,7 @@ export class NodeProxy {
     this.#closed = true;
     const all = [...this.#listeners.values()];
     this.#listeners.clear();
-    for (const s of this.#sockets) s.destroy();
+    await destroyAll(this.#sockets);
     await Promise.all(
       all.map(async (l) => {
         await l.relay?.close();
@@ -193,6 +193,10 @@ export class NodeProxy {
     }
     const server = createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
     server.on("connection", (socket) => {
+      if (this.#closed) {
+        socket.destroy();
+        return;
+      }
       this.#sockets.add(socket);
       socket.once("close", () => this.#sockets.delete(socket));
       socket.on("error", () => socket.destroy());

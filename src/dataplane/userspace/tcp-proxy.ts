@@ -167,3 +167,18 @@ export function plainAddress(address: string | undefined): string {
   if (address === undefined) return "";
   return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }
+
+/** Destroys every socket of the set and resolves once each has closed. */
+export async function destroyAll(sockets: SocketSet): Promise<void> {
+  const all = [...sockets];
+  await Promise.all(
+    all.map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          if (s.closed) return resolve();
+          s.once("close", () => resolve());
+          s.destroy();
+        }),
+    ),
+  );
+}

@@ -20,7 +20,7 @@ import type { ServiceForwarding } from "../forwarding-state.ts";
 import { FlowTable } from "./flow-table.ts";
 import { chooseNode, type LbRoute, parseSourceRanges, sourceAllowed } from "./lb-route.ts";
 import { encodeProxyV2 } from "./proxy-protocol.ts";
-import { plainAddress, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
+import { destroyAll, plainAddress, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
 import { UdpRelay } from "./udp-proxy.ts";
 
 export interface LbEvent {
@@ -192,7 +192,7 @@ export class UserspaceLb {
     this.#closed = true;
     const all = [...this.#listeners.values()];
     this.#listeners.clear();
-    for (const s of this.#sockets) s.destroy();
+    await destroyAll(this.#sockets);
     await Promise.all(all.map((l) => closeListening(l, true)));
     this.#affinity.clear();
   }
@@ -256,6 +256,10 @@ export class UserspaceLb {
     const server = createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
     const entry: Listening = { key, protocol, route, nodePort, server };
     server.on("connection", (socket) => {
+      if (this.#closed) {
+        socket.destroy();
+        return;
+      }
       this.#sockets.add(socket);
       socket.once("close", () => this.#sockets.delete(socket));
       socket.on("error", () => socket.destroy());
