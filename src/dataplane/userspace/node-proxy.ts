@@ -38,6 +38,8 @@ export interface NodeProxyOptions {
   readonly udpIdleMs?: number;
   readonly connectTimeoutMs?: number;
   readonly healthzPort?: number;
+  /** serve the node's health answers too (off when the agent's own health servers run) */
+  readonly serveHealth?: boolean;
   readonly now?: () => number;
   readonly onEvent?: (e: NodeProxyEvent) => void;
 }
@@ -72,7 +74,7 @@ export class NodeProxy {
   /** Level-triggered: opens, updates and closes listeners to match. Returns bind errors. */
   async update(state: NodeRoutes): Promise<string[]> {
     if (this.#closed) return [];
-    const errors = await this.#health.update(state.health);
+    const errors = this.#o.serveHealth === false ? [] : await this.#health.update(state.health);
     const wanted = new Map(state.routes.map((r) => [`${r.protocol}/${r.nodePort}`, r]));
     for (const [key, l] of this.#listeners)
       if (!wanted.has(key)) {
