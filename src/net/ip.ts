@@ -157,6 +157,8 @@ const CANONICAL_CACHE_LIMIT = 1 << 20;
 
 /** The canonical text of an address, or undefined when it does not parse. */
 export function canonicalIp(text: string): string | undefined {
+  // valid IPv4 text is canonical already, and checking it is cheaper than a cache lookup
+  if (!text.includes(":")) return parseIPv4Number(text) === undefined ? undefined : text;
   const hit = canonicalCache.get(text);
   if (hit !== undefined) return hit ?? undefined;
   let out: string | undefined;
