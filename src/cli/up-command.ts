@@ -145,8 +145,10 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   io.stdout(
     `running: ${snap.pods.length} pods, ${snap.nodes.length} node agents, LB for ${run.plans.length} Services; status at http://127.0.0.1:${control.server.port}/\n`,
   );
-  io.stdout("try:\n");
-  for (const l of tryLines(run.plans, snap.config)) io.stdout(`  ${l}\n`);
+  const tryText = `try:\n${tryLines(run.plans, snap.config)
+    .map((l) => `  ${l}\n`)
+    .join("")}`;
+  io.stdout(tryText);
   io.stdout(
     `edit the files in ${dir} (scale pods, switch a Service to Cluster, delete a node): the view follows within seconds\n\n`,
   );
@@ -155,7 +157,8 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   const refreshMs = (opts.refresh === undefined ? (tty ? 1 : 5) : Number(opts.refresh)) * 1000;
   const draw = () => {
     const state = run.liveState();
-    io.stdout(tty ? `\x1b[H\x1b[J${renderLiveView(state)}` : renderLiveLines(state));
+    // on a terminal the view is redrawn in place, with the try lines kept on top
+    io.stdout(tty ? `\x1b[H\x1b[J${tryText}\n${renderLiveView(state)}` : renderLiveLines(state));
   };
   await new Promise<void>((resolve) => {
     const timers: Array<ReturnType<typeof setTimeout>> = [];

@@ -62,7 +62,7 @@ export function renderLiveView(state: LiveState): string {
     );
     lines.push(`  nodes: ${nodeCells.length === 0 ? "none" : nodeCells.join("  ")}`);
     const total = s.pods.reduce((a, p) => a + p.connections, 0);
-    if (s.pods.length === 0) lines.push("  pods:  none");
+    if (s.pods.length === 0) lines.push(`  pods:  no connections in the last ${state.windowSeconds}s`);
     for (const p of s.pods) {
       const bar = "#".repeat(total === 0 ? 0 : Math.round((20 * p.connections) / total));
       lines.push(
