@@ -15,6 +15,8 @@
  */
 import type { Command } from "commander";
 import { ManifestFolderSource } from "../cluster/manifest-folder-source.ts";
+import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
+import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
 import { realClock } from "../health/clock.ts";
 import { type BindAddress, HealthServers } from "../health/health-servers.ts";
 import { agentHealthModel } from "../health/state-agent-model.ts";
@@ -22,6 +24,7 @@ import type { Snapshot } from "../k8s/snapshot.ts";
 import { emptySnapshot } from "../k8s/snapshot.ts";
 import type { IpFamily } from "../net/ip.ts";
 import { canonicalIp } from "../net/ip.ts";
+import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
 import type { CliIo } from "./load-input.ts";
 import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
 
@@ -41,6 +44,9 @@ export function parseBindAddress(text: string): BindAddress | undefined {
 
 interface AgentOptions extends ObservabilityFlags {
   node: string;
+  dataplane: string;
+  proxyProtocol?: boolean;
+  loopback?: boolean;
   manifests?: string;
   healthzBindAddress: string;
   bindAddress?: string;
@@ -60,7 +66,13 @@ export function registerAgentCommand(
     .option("--manifests <dir>", "manifest folder to read and watch")
     .option("--healthz-bind-address <host:port>", "address of /healthz and /livez", "0.0.0.0:10256")
     .option("--bind-address <ip>", "address of the per-Service health servers (default: every address)")
-    .option("--sync-period <seconds>", "periodic re-read; rules are stale after twice this", "30");
+    .option("--sync-period <seconds>", "periodic re-read; rules are stale after twice this", "30")
+    .option("--dataplane <mode>", "none (health only) or userspace (also proxy every nodePort)", "none")
+    .option("--loopback", "userspace: apply passlb up's loopback rewrite to the folder (docs/quickstart.md)")
+    .option(
+      "--proxy-protocol",
+      "userspace: send PROXY v2 to pods (a PROXY v2 header from the LB is always read)",
+    );
   // kube-proxy's metrics address (--metrics-bind-address) is 127.0.0.1:10249: same place
   addObservabilityOptions(command, "127.0.0.1:10249").action(async (opts: AgentOptions) => {
     const healthz = parseBindAddress(opts.healthzBindAddress);
@@ -82,11 +94,17 @@ export function registerAgentCommand(
       io.stderr(`error: --sync-period ${opts.syncPeriod}: expected a positive number of seconds\n`);
       return setExitCode(2);
     }
+    if (opts.dataplane !== "none" && opts.dataplane !== "userspace") {
+      io.stderr(
+        `error: --dataplane ${opts.dataplane}: expected none or userspace (nftables is passlb lb's)\n`,
+      );
+      return setExitCode(2);
+    }
     const obs = await startObservability(opts, {
       io,
       process: "passlb agent",
       component: "agent",
-      dataplane: "none",
+      dataplane: opts.dataplane,
     });
     if (typeof obs === "string") {
       io.stderr(`error: ${obs}\n`);
@@ -95,6 +113,7 @@ export function registerAgentCommand(
     const log = (line: string, event = "agent", reason?: string) =>
       obs.logger.log("info", { event, reason, node: opts.node }, line);
     const signal = shutdownSignal();
+    let proxy: NodeProxy | undefined;
     const servers = new HealthServers({
       clock: realClock(),
       healthz,
@@ -151,6 +170,33 @@ export function registerAgentCommand(
         }
         families = model.families;
         await servers.update(model);
+        if (opts.dataplane === "userspace") {
+          const snap = opts.loopback ? loopbackSnapshot(read.snapshot).snapshot : read.snapshot;
+          const address =
+            serviceHost ??
+            snap.nodes
+              .find((n) => n.metadata.name === opts.node)
+              ?.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+          if (address && !proxy) {
+            proxy = new NodeProxy({
+              node: opts.node,
+              address,
+              seed: 0x5eed,
+              acceptProxyProtocol: true,
+              sendProxyProtocol: opts.proxyProtocol ?? false,
+              serveHealth: false,
+            });
+            log(`userspace data plane: nodePorts on ${address}`, "dataplane_started");
+          }
+          if (!address)
+            log(
+              `userspace data plane: Node ${opts.node} has no InternalIP; pass --bind-address`,
+              "dataplane_not_started",
+              "no_address",
+            );
+          for (const e of (await proxy?.update(nodePortRoutes(snap, opts.node))) ?? [])
+            obs.logger.log("error", { event: "dataplane_update", reason: "failed", node: opts.node }, e);
+        }
         for (const f of families) servers.markUpdated(f);
       },
     });
@@ -165,6 +211,7 @@ export function registerAgentCommand(
       else signal.addEventListener("abort", () => resolve(), { once: true });
     });
     await source.close();
+    await proxy?.close();
     await servers.close();
     await obs.close();
     log("stopped", "stopped");
