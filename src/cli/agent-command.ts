@@ -110,6 +110,7 @@ export function registerAgentCommand(
       io.stderr(`error: ${obs}\n`);
       return setExitCode(2);
     }
+    await obs.serve();
     const log = (line: string, event = "agent", reason?: string) =>
       obs.logger.log("info", { event, reason, node: opts.node }, line);
     const signal = shutdownSignal();

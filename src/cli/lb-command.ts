@@ -12,10 +12,12 @@ import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { HttpProber } from "../quickstart/http-prober.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
+import { poolUsage } from "../web/pool-usage.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
+import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
 import type { RunEnv } from "./up-command.ts";
 
-interface LbOptions {
+interface LbOptions extends ObservabilityFlags {
   filename: string[];
   dataplane: string;
   proxyProtocol?: boolean;
@@ -29,7 +31,7 @@ export function registerLbCommand(
   setExitCode: (code: number) => void,
   env: RunEnv,
 ): void {
-  program
+  const command = program
     .command("lb")
     .description("run the load balancer for the planned Services (userspace proxy)")
     .option(
@@ -41,46 +43,71 @@ export function registerLbCommand(
     .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
     .option("--proxy-protocol", "send PROXY protocol v2 to the nodes")
     .option("--loopback", "apply the loopback rewrite of passlb up (docs/quickstart.md)")
-    .option("--duration <seconds>", "stop by itself after this many seconds")
-    .action(async (opts: LbOptions) => {
-      const requested = opts.dataplane as DataplaneRequest;
-      const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: env.hasNft(), requested });
-      if (!choice.ok || choice.dataplane !== "userspace") {
-        io.stderr(
-          `error: ${choice.ok ? `${choice.reason}: the nftables data plane is not in this build; use --dataplane userspace` : choice.reason}\n`,
-        );
-        setExitCode(1);
-        return;
-      }
-      const loaded = await loadSnapshot(opts.filename, io);
-      if (!loaded) {
-        setExitCode(2);
-        return;
-      }
-      const snapshot = opts.loopback ? loopbackSnapshot(loaded).snapshot : loaded;
-      const { plans } = planSnapshot(snapshot, { ipMode: "Proxy" });
-      const lb = new UserspaceLb({ seed: 0x5eed, proxyProtocol: opts.proxyProtocol ?? false });
-      const apply = async () => {
-        const findings = await lb.update(
-          plans.map((p) => serviceForwarding(p, prober.lookup, { seed: 0x5eed })),
-        );
-        for (const f of findings) io.stderr(`${f.severity}: ${f.code}: ${f.subject}: ${f.message}\n`);
-      };
-      const prober: HttpProber = new HttpProber({ onChange: () => void apply() });
-      prober.setPlans(plans);
-      await apply();
-      io.stdout(`passlb lb: data plane userspace (${choice.reason})\n`);
-      for (const p of plans)
-        for (const v of p.vips) io.stdout(`  ${p.service}: ingress ${v.address} ipMode ${p.ipMode}\n`);
-      const signal = env.shutdownSignal();
-      await new Promise<void>((resolve) => {
-        const t = opts.duration ? setTimeout(resolve, Number(opts.duration) * 1000) : undefined;
-        signal.addEventListener("abort", () => {
-          if (t) clearTimeout(t);
-          resolve();
-        });
-      });
-      await prober.close();
-      await lb.close();
+    .option("--duration <seconds>", "stop by itself after this many seconds");
+  addObservabilityOptions(command, "127.0.0.1:9797").action(async (opts: LbOptions) => {
+    const requested = opts.dataplane as DataplaneRequest;
+    const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: env.hasNft(), requested });
+    if (!choice.ok || choice.dataplane !== "userspace") {
+      io.stderr(
+        `error: ${choice.ok ? `${choice.reason}: the nftables data plane is not in this build; use --dataplane userspace` : choice.reason}\n`,
+      );
+      setExitCode(1);
+      return;
+    }
+    const loaded = await loadSnapshot(opts.filename, io);
+    if (!loaded) {
+      setExitCode(2);
+      return;
+    }
+    const obs = await startObservability(opts, {
+      io,
+      process: "passlb lb",
+      component: "lb",
+      dataplane: "userspace",
     });
+    if (typeof obs === "string") {
+      io.stderr(`error: ${obs}\n`);
+      setExitCode(2);
+      return;
+    }
+    const snapshot = opts.loopback ? loopbackSnapshot(loaded).snapshot : loaded;
+    const { plans } = planSnapshot(snapshot, { ipMode: "Proxy" });
+    obs.metrics.ipPools(poolUsage(snapshot.config.pools, plans));
+    for (const p of plans) for (const i of p.issues) obs.logger.finding(i, "plan_issue");
+    const lb = new UserspaceLb({
+      seed: 0x5eed,
+      proxyProtocol: opts.proxyProtocol ?? false,
+      onEvent: (e) => {
+        if ((e.kind === "connection" || e.kind === "flow") && e.node)
+          obs.observer.connection(e.service, e.node);
+      },
+    });
+    const apply = async () => {
+      const since = Date.now();
+      const fw = plans.map((p) => serviceForwarding(p, prober.lookup, { seed: 0x5eed }));
+      const findings = await lb.update(fw);
+      obs.observer.forwarding(fw, prober.lookup);
+      obs.metrics.programmed("userspace", (Date.now() - since) / 1000);
+      obs.observer.setFindings(findings);
+    };
+    const prober: HttpProber = new HttpProber({ onChange: () => void apply() });
+    prober.setPlans(plans);
+    await apply();
+    io.stdout(`passlb lb: data plane userspace (${choice.reason})\n`);
+    const dashboard = await obs.serve();
+    if (dashboard) io.stdout(`  dashboard: ${dashboard} (metrics at ${dashboard}metrics)\n`);
+    for (const p of plans)
+      for (const v of p.vips) io.stdout(`  ${p.service}: ingress ${v.address} ipMode ${p.ipMode}\n`);
+    const signal = env.shutdownSignal();
+    await new Promise<void>((resolve) => {
+      const t = opts.duration ? setTimeout(resolve, Number(opts.duration) * 1000) : undefined;
+      signal.addEventListener("abort", () => {
+        if (t) clearTimeout(t);
+        resolve();
+      });
+    });
+    await prober.close();
+    await lb.close();
+    await obs.close();
+  });
 }

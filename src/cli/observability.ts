@@ -9,7 +9,7 @@
  */
 import type { Command } from "commander";
 import { DashboardServer } from "../web/dashboard-server.ts";
-import { createLogger, LOG_LEVELS, type Logger, parseLogLevel } from "../web/logger.ts";
+import { createLogger, LOG_LEVELS, type Logger, type LogLevel, parseLogLevel } from "../web/logger.ts";
 import { Metrics } from "../web/metrics.ts";
 import { Observer } from "../web/observer.ts";
 import { parseBindAddress } from "./agent-command.ts";
@@ -24,22 +24,26 @@ export interface Observability {
   readonly observer: Observer;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** `http://127.0.0.1:9797/`, or undefined when off or not bound */
-  readonly url: string | undefined;
+  /** starts the dashboard server; its URL (`http://127.0.0.1:9797/`), or undefined when off or not bound */
+  serve(): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
-export function addObservabilityOptions(command: Command, defaultAddress: string): Command {
+export function addObservabilityOptions(
+  command: Command,
+  defaultAddress: string,
+  defaultLevel: LogLevel = "info",
+): Command {
   return command
     .option(
       "--dashboard-address <host:port>",
       "dashboard, /api/v1/state and /metrics (loopback by default; 'off' disables)",
       defaultAddress,
     )
-    .option("--log-level <level>", `JSON-lines log level: ${LOG_LEVELS.join(", ")}`, "info");
+    .option("--log-level <level>", `JSON-lines log level: ${LOG_LEVELS.join(", ")}`, defaultLevel);
 }
 
-/** Validates the flags; returns an error message for the user, or the running pieces. */
+/** Validates the flags; returns an error message for the user, or the pieces (call `serve()` to open the dashboard). */
 export async function startObservability(
   flags: ObservabilityFlags,
   context: { io: CliIo; process: string; component: string; dataplane: string; now?: () => number },
@@ -63,8 +67,8 @@ export async function startObservability(
     logger,
   });
   let server: DashboardServer | undefined;
-  let url: string | undefined;
-  if (bind) {
+  const serve = async (): Promise<string | undefined> => {
+    if (!bind || server) return server?.url;
     const candidate = new DashboardServer({
       host: bind.host ?? "::",
       port: bind.port,
@@ -72,9 +76,10 @@ export async function startObservability(
       metrics,
     });
     try {
-      url = (await candidate.start()).url;
+      const { url } = await candidate.start();
       server = candidate;
       logger.log("info", { event: "dashboard_listening", url }, `dashboard and /metrics on ${url}`);
+      return url;
     } catch (e) {
       logger.finding({
         code: "dashboard_bind_failed",
@@ -82,13 +87,14 @@ export async function startObservability(
         subject: `Address ${flags.dashboardAddress}`,
         message: `dashboard not served: ${(e as Error).message}`,
       });
+      return undefined;
     }
-  }
+  };
   return {
     observer,
     logger,
     metrics,
-    url,
+    serve,
     close: async () => {
       await server?.close();
     },

@@ -16,6 +16,7 @@ import { renderLiveLines, renderLiveView } from "../quickstart/live-view.ts";
 import { QuickstartRun } from "../quickstart/quickstart-run.ts";
 import { tryLines } from "../quickstart/try-lines.ts";
 import type { CliIo } from "./load-input.ts";
+import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
 
 /** What only the composition root knows about the host and the process. */
 export interface HostFacts {
@@ -31,7 +32,7 @@ export interface RunEnv extends HostFacts {
 
 export const BUNDLED_EXAMPLE = fileURLToPath(new URL("../../examples/quickstart", import.meta.url));
 
-interface UpOptions {
+interface UpOptions extends ObservabilityFlags {
   filename?: string;
   dataplane: string;
   duration?: string;
@@ -47,7 +48,7 @@ export function registerUpCommand(
   setExitCode: (code: number) => void,
   env: RunEnv,
 ): void {
-  program
+  const command = program
     .command("up")
     .description(
       "run a folder of manifests on this machine — pods, node agents, health checks and the LB — with a live view",
@@ -62,10 +63,11 @@ export function registerUpCommand(
       String(DEFAULT_CONTROL_PORT),
     )
     .option("--probe-interval <ms>", "health probe interval in milliseconds (plans say GKE's 8 s)", "1000")
-    .option("--refresh <seconds>", "live view period (default 1 on a terminal, 5 otherwise)")
-    .action(async (opts: UpOptions) => {
-      setExitCode(await runUp(opts, io, env));
-    });
+    .option("--refresh <seconds>", "live view period (default 1 on a terminal, 5 otherwise)");
+  // JSON logs at warn by default: the live view is the human output
+  addObservabilityOptions(command, "127.0.0.1:9797", "warn").action(async (opts: UpOptions) => {
+    setExitCode(await runUp(opts, io, env));
+  });
 }
 
 async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
@@ -107,7 +109,22 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     io.stderr("error: --control-port, --probe-interval or --duration is not a valid number\n");
     return 2;
   }
-  const run = new QuickstartRun({ dir, probeIntervalMs: probeMs, log: (l) => io.stderr(`${l}\n`) });
+  const obs = await startObservability(opts, {
+    io,
+    process: "passlb up",
+    component: "up",
+    dataplane: "userspace",
+  });
+  if (typeof obs === "string") {
+    io.stderr(`error: ${obs}\n`);
+    return 2;
+  }
+  const run = new QuickstartRun({
+    dir,
+    probeIntervalMs: probeMs,
+    log: (l) => io.stderr(`${l}\n`),
+    observer: obs.observer,
+  });
   const control = await ControlServer.start(port, () => ({
     dir,
     startedAt: new Date(run.startedAt).toISOString(),
@@ -118,6 +135,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
       `passlb up is already running (folder ${control.dir}, since ${control.startedAt}); stop it with Ctrl-C there, or see http://127.0.0.1:${port}/\n`,
     );
     await run.close();
+    await obs.close();
     return 1;
   }
   if (control.kind === "port_busy") {
@@ -125,8 +143,10 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
       `error: cannot open the control port: ${control.message} (choose another with --control-port)\n`,
     );
     await run.close();
+    await obs.close();
     return 1;
   }
+  const dashboard = await obs.serve();
   const signal = env.shutdownSignal();
   io.stdout(`passlb up: data plane userspace (${reason}); folder ${dir}\n`);
   io.stdout(
@@ -138,6 +158,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   if (!started.ok) {
     for (const e of started.errors) io.stderr(`error: ${e}\n`);
     await run.close();
+    await obs.close();
     await control.server.close();
     return started.errors.some((e) => /EADDRINUSE/.test(e)) ? 1 : 2;
   }
@@ -145,6 +166,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   io.stdout(
     `running: ${snap.pods.length} pods, ${snap.nodes.length} node agents, LB for ${run.plans.length} Services; status at http://127.0.0.1:${control.server.port}/\n`,
   );
+  if (dashboard) io.stdout(`dashboard: ${dashboard} (metrics at ${dashboard}metrics)\n`);
   const tryText = `try:\n${tryLines(run.plans, snap.config)
     .map((l) => `  ${l}\n`)
     .join("")}`;
@@ -183,6 +205,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     else signal.addEventListener("abort", finish, { once: true });
   });
   await run.close();
+  await obs.close();
   await control.server.close();
   io.stdout("\npasslb up: stopped; every listener, pod and agent is closed\n");
   return 0;

@@ -20,6 +20,8 @@ import type { Snapshot } from "../k8s/snapshot.ts";
 import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
+import type { Observer } from "../web/observer.ts";
+import { poolUsage } from "../web/pool-usage.ts";
 import { EchoPods, echoPodSpecs } from "./echo-pods.ts";
 import { HttpProber } from "./http-prober.ts";
 import type { LiveService, LiveState } from "./live-view.ts";
@@ -38,6 +40,8 @@ export interface QuickstartOptions {
   readonly now?: () => number;
   /** progress and problems, one line each */
   readonly log: (line: string) => void;
+  /** metrics, JSON logs and the dashboard (src/web/observer.ts) */
+  readonly observer?: Observer;
 }
 
 export interface QuickstartStart {
@@ -113,7 +117,7 @@ export class QuickstartRun {
       const a = this.#agents.get(node);
       this.#agents.delete(node);
       await a?.proxy.close();
-      this.#event(`agent on ${node} stopped`);
+      this.#event(`agent on ${node} stopped`, "agent_stopped", "warning");
     });
   }
 
@@ -194,7 +198,8 @@ export class QuickstartRun {
     return this.#busy;
   }
 
-  #event(text: string): void {
+  #event(text: string, event = "quickstart", severity: "info" | "warning" = "info"): void {
+    this.#o.observer?.note({ event, severity, message: text });
     const t = new Date(this.#now()).toISOString().slice(11, 19);
     this.#events.push(`${t} ${text}`);
     if (this.#events.length > MAX_EVENTS) this.#events.shift();
@@ -207,6 +212,8 @@ export class QuickstartRun {
   }
 
   #onLbEvent(e: LbEvent): void {
+    if ((e.kind === "connection" || e.kind === "flow") && e.node)
+      this.#o.observer?.connection(e.service, e.node);
     if (e.kind === "denied") this.#recent.record(e.service, "(refused: source range)", this.#now());
     else if (e.kind === "no_backend") this.#recent.record(e.service, "(no backend)", this.#now());
   }
@@ -240,17 +247,25 @@ export class QuickstartRun {
     if (!force && sig === this.#signature) return;
     const loaded = await this.#load();
     if (!loaded.snapshot) {
-      this.#event(`folder has problems; keeping the last good state: ${loaded.errors[0] ?? ""}`);
+      this.#event(
+        `folder has problems; keeping the last good state: ${loaded.errors[0] ?? ""}`,
+        "input_read",
+        "warning",
+      );
       this.#o.log(`reload: ${loaded.errors.length} problem(s); keeping the last good state`);
       for (const e of loaded.errors) this.#o.log(`  ${e}`);
       return;
     }
     const errors = await this.#apply(loaded.snapshot);
-    this.#event(`reloaded ${this.#o.dir}${errors.length > 0 ? ` (${errors.length} error(s))` : ""}`);
+    this.#event(
+      `reloaded ${this.#o.dir}${errors.length > 0 ? ` (${errors.length} error(s))` : ""}`,
+      "reload",
+    );
     for (const e of errors) this.#o.log(`error: ${e}`);
   }
 
   async #apply(snapshot: Snapshot): Promise<string[]> {
+    const began = this.#now();
     this.#snapshot = snapshot;
     this.#zones = snapshot.config.zones.flatMap((z) =>
       z.clientCIDRs.map((c) => parseCidr(c, true)).flatMap((cidr) => (cidr ? [{ zone: z.name, cidr }] : [])),
@@ -261,10 +276,11 @@ export class QuickstartRun {
       this.#cache,
     );
     this.#plans = result.plans;
+    this.#o.observer?.metrics.ipPools(poolUsage(snapshot.config.pools, this.#plans));
     const errors = [...(await this.#pods.update(echoPodSpecs(snapshot.pods)))];
     errors.push(...(await this.#applyAgents(snapshot)));
     this.#prober.setPlans(this.#plans);
-    errors.push(...(await this.#applyLb()));
+    errors.push(...(await this.#applyLb(began)));
     return errors;
   }
 
@@ -307,9 +323,13 @@ export class QuickstartRun {
     return errors;
   }
 
-  async #applyLb(): Promise<string[]> {
+  /** `since`: when the change being programmed was seen (a folder read; else now, a health change) */
+  async #applyLb(since = this.#now()): Promise<string[]> {
     const fw = this.#plans.map((p) => serviceForwarding(p, this.#prober.lookup, { seed: this.#seed }));
     const findings = await this.#lb.update(fw);
+    this.#o.observer?.forwarding(fw, this.#prober.lookup);
+    this.#o.observer?.setFindings(findings);
+    this.#o.observer?.metrics.programmed("userspace", (this.#now() - since) / 1000);
     return findings.filter((f) => f.severity === "error").map((f) => `${f.subject}: ${f.message}`);
   }
 }
