@@ -1,40 +1,127 @@
-// The dashboard in a real headless Chromium (Debian's /usr/bin/chromium driven by
-// playwright-core; .ci/run installs it as root). It loads the page of a running stack,
-// checks every Service and node is shown, stops one node's agent and waits for the page to
-// show that node unhealthy within the health bound (interval × unhealthyThreshold +
-// timeout, plus the page's 1 s poll and a margin), then saves a screenshot to
-// test-artifacts/dashboard.png.
+// The dashboard of a running quickstart, in a real headless Chromium (Debian's
+// /usr/bin/chromium driven by playwright-core; .ci/run installs it as root).
 //
-// The stack is test/web/mini-stack.ts (real agent health servers, real prober, real
-// dashboard server, no data plane) until `passlb up` is available to this branch.
+// 1. `passlb up -f test/fixtures/web/quickstart` as a user runs it (a child process,
+//    loopback only): it prints the dashboard URL, which serves /api/v1/state and /metrics.
+// 2. The same run in-process (QuickstartRun with the Observer, as up-command.ts wires it:
+//    echo pods, node agents, prober, userspace LB), so the test can stop one node's agent:
+//    the page shows every Service and node, connection shares after some traffic, and
+//    node-b turning unhealthy within interval × unhealthyThreshold + timeout plus the
+//    page's 1 s poll and a margin. Screenshot: test-artifacts/dashboard.png.
+//
+// Addresses (after the loopback rewrite): VIPs 127.0.1.150 (api), 127.0.1.151 (web), nodes
+// 127.0.2.151-153 — a block no other test uses.
 import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { MiniStack } from "./mini-stack.ts";
+import { fileURLToPath } from "node:url";
+import { startObservability } from "../../src/cli/observability.ts";
+import { QuickstartRun } from "../../src/quickstart/quickstart-run.ts";
+import { httpGet, until } from "../userspace/clients.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = new URL("../../test-artifacts/", import.meta.url);
-const INTERVAL_MS = 300;
-const TIMEOUT_MS = 300;
+const BIN = fileURLToPath(new URL("../../bin/passlb.js", import.meta.url));
+const FOLDER = fileURLToPath(new URL("../fixtures/web/quickstart/", import.meta.url));
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
+const CONTROL = String(17960 + (process.pid % 30));
+const WEB = "127.0.1.151";
+const PROBE_MS = 200;
 
-test("dashboard: every Service and node shown; a stopped agent turns its node unhealthy", async (t) => {
+async function getText(url: string): Promise<string> {
+  const res = await fetch(url);
+  assert.equal(res.status, 200, url);
+  return res.text();
+}
+
+test("passlb up prints its dashboard URL; the page, /api/v1/state and /metrics answer there", {
+  timeout: 20_000,
+}, async (t) => {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      BIN,
+      "up",
+      "-f",
+      FOLDER,
+      "--duration",
+      "15",
+      "--control-port",
+      CONTROL,
+      "--dashboard-address",
+      "127.0.0.1:0",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  await until(
+    () => /dashboard: http:\/\/127\.0\.0\.1:\d+\//.test(out),
+    15_000,
+    `the dashboard line in ${out}`,
+  );
+  const url = /dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)![1]!;
+  assert.match(await getText(url), /<title>passlb<\/title>/);
+  const state = JSON.parse(await getText(`${url}api/v1/state`)) as {
+    process: string;
+    services: { service: string }[];
+  };
+  assert.equal(state.process, "passlb up");
+  assert.deepEqual(
+    state.services.map((s) => s.service),
+    ["shop/api", "shop/web"],
+  );
+  assert.match(await getText(`${url}metrics`), /^passlb_services_programmed 2$/m);
+  child.kill("SIGINT");
+  assert.equal(await exited, 0);
+});
+
+test("dashboard in Chromium: every Service and node, traffic shares, a stopped agent turns unhealthy", {
+  timeout: 40_000,
+}, async (t) => {
   if (!existsSync(CHROMIUM)) {
     t.skip(`needs ${CHROMIUM} (apt-get install chromium; .ci/run does this as root)`);
     return;
   }
   const { chromium } = await import("playwright-core");
-  const prefix = `127.${90 + (process.pid % 10)}.${(process.pid >> 4) % 250}.`;
   const logs: string[] = [];
-  const stack = new MiniStack({
-    prefix,
-    intervalMs: INTERVAL_MS,
-    timeoutMs: TIMEOUT_MS,
-    log: (l) => logs.push(l),
+  const obs = await startObservability(
+    { dashboardAddress: "127.0.0.1:0", logLevel: "info" },
+    {
+      io: { stdout: () => {}, stderr: (l) => logs.push(l), readStdin: async () => "" },
+      process: "passlb up",
+      component: "up",
+      dataplane: "userspace",
+    },
+  );
+  assert.ok(typeof obs !== "string", String(obs));
+  t.after(() => obs.close());
+  const run = new QuickstartRun({
+    dir: FOLDER,
+    probeIntervalMs: PROBE_MS,
+    log: () => {},
+    observer: obs.observer,
   });
-  t.after(() => stack.close());
-  const url = await stack.start();
+  t.after(() => run.close());
+  const started = await run.start();
+  assert.deepEqual(started.errors, []);
+  const url = await obs.serve();
+  assert.ok(url);
+
+  // some traffic, so the page has connection shares to show
+  await until(
+    () => run.liveState().services.every((s) => s.nodes.every((n) => n.health === "healthy")),
+    5_000,
+    "first probes",
+  );
+  for (let i = 0; i < 40; i++) await httpGet(WEB, 8080);
 
   const profile = mkdtempSync(join(tmpdir(), "plb-chromium-"));
   t.after(() => rmSync(profile, { recursive: true, force: true }));
@@ -56,40 +143,47 @@ test("dashboard: every Service and node shown; a stopped agent turns its node un
   });
   t.after(() => context.close());
   const page = context.pages()[0] ?? (await context.newPage());
+  const origin = new URL(url).origin;
   const outside: string[] = [];
   page.on("request", (r) => {
-    if (!r.url().startsWith(url.replace(/\/$/, ""))) outside.push(r.url());
+    if (new URL(r.url()).origin !== origin) outside.push(r.url());
   });
   await page.goto(url, { timeout: 10_000 });
 
-  // every Service and every node of each Service
-  for (const plan of stack.plans) {
+  for (const plan of run.plans) {
     const card = page.locator(`.service[data-service="${plan.service}"]`);
     await card.waitFor({ timeout: 5_000 });
     for (const b of plan.backends)
       await card.locator(`tr.node[data-node="${b.node}"]`).waitFor({ timeout: 2_000 });
   }
-  const web = page.locator('.service[data-service="default/web"]');
-  // the Maglev strip is drawn for both listeners
-  assert.equal(await web.locator(".strip").count(), 2);
+  const web = page.locator('.service[data-service="shop/web"]');
+  await web.locator('tr.node[data-node="node-b"][data-state="healthy"]').waitFor({ timeout: 3_000 });
+  assert.equal(await web.locator('tr.node[data-node="node-c"]').getAttribute("data-state"), "excluded");
+  assert.equal(await web.locator(".strip").count(), 1, "one Maglev strip per listener");
+  const shares = await web.locator("tr.node .pct").allTextContents();
+  assert.ok(
+    shares.some((s) => s !== "0%"),
+    `connection shares shown after 40 requests: ${shares.join(" ")}`,
+  );
 
-  // node-b probed healthy first
-  await web.locator('tr.node[data-node="node-b"][data-state="healthy"]').waitFor({ timeout: 5_000 });
-
-  const check = stack.plans.find((p) => p.service === "default/web")!.healthChecks[0]!;
-  const boundMs = INTERVAL_MS * check.unhealthyThreshold + TIMEOUT_MS + 1_000 + 1_500;
+  const check = run.plans.find((p) => p.service === "shop/web")!.healthChecks[0]!;
+  // the prober caps the timeout at the interval
+  const boundMs = PROBE_MS * check.unhealthyThreshold + PROBE_MS + 1_000 + 1_500;
   const stoppedAt = Date.now();
-  await stack.stopAgent("node-b");
+  await run.stopAgent("node-b");
   await web.locator('tr.node[data-node="node-b"][data-state="unhealthy"]').waitFor({ timeout: boundMs });
   const tookMs = Date.now() - stoppedAt;
   assert.ok(tookMs <= boundMs, `unhealthy on the page after ${tookMs} ms (bound ${boundMs} ms)`);
-  await page.locator('.ev[data-event="health_transition"]').first().waitFor({ timeout: 2_000 });
-  // excluded node-c is listed as such
-  assert.equal(await web.locator('tr.node[data-node="node-c"]').getAttribute("data-state"), "excluded");
+  await page.locator('.ev[data-event="backend_state"]').first().waitFor({ timeout: 2_000 });
+  await page.locator('.ev[data-event="agent_stopped"]').first().waitFor({ timeout: 2_000 });
 
   mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: new URL("dashboard.png", ARTIFACTS).pathname, fullPage: true });
+  await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
   assert.deepEqual(outside, [], "the page loads nothing from elsewhere");
+  assert.ok(
+    logs.some((l) =>
+      /"event":"backend_state","reason":"unhealthy","service":"shop\/web","node":"node-b"/.test(l),
+    ),
+  );
   t.diagnostic(`node-b unhealthy on the page ${tookMs} ms after its agent stopped (bound ${boundMs} ms)`);
-  assert.ok(logs.some((l) => /"event":"health_transition"/.test(l) && /"node":"node-b"/.test(l)));
 });
