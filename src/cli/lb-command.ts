@@ -90,7 +90,13 @@ export function registerLbCommand(
       obs.metrics.programmed("userspace", (Date.now() - since) / 1000);
       obs.observer.setFindings(findings);
     };
-    const prober: HttpProber = new HttpProber({ onChange: () => void apply() });
+    const prober: HttpProber = new HttpProber({
+      onChange: () => void apply(),
+      onProbe: (p) => {
+        obs.observer.probeFinished(p.node, p.ok, p.seconds);
+        if (p.from !== p.to) obs.metrics.healthTransition(p.node, p.to);
+      },
+    });
     prober.setPlans(plans);
     await apply();
     io.stdout(`passlb lb: data plane userspace (${choice.reason})\n`);

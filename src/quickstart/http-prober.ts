@@ -18,6 +18,7 @@ interface Target {
   readonly key: string;
   readonly check: HealthCheck;
   readonly host: string;
+  readonly node: string;
   state: HealthState;
   weight: number | undefined;
   successes: number;
@@ -30,6 +31,16 @@ export interface HttpProberOptions {
   readonly intervalMs?: number;
   readonly now?: () => number;
   readonly onChange: () => void;
+  /** every finished probe, for metrics (src/web/observer.ts) */
+  readonly onProbe?: (probe: ProbeReport) => void;
+}
+
+export interface ProbeReport {
+  readonly node: string;
+  readonly ok: boolean;
+  readonly seconds: number;
+  readonly from: HealthState;
+  readonly to: HealthState;
 }
 
 export class HttpProber {
@@ -79,6 +90,7 @@ export class HttpProber {
               key,
               check,
               host,
+              node: m.node,
               state: "unknown",
               weight: undefined,
               successes: 0,
@@ -113,7 +125,10 @@ export class HttpProber {
         t.inFlight = false;
         this.#inFlight.delete(p);
         if (!this.#targets.has(t.key)) return;
+        const from = t.state;
         this.#record(t, r);
+        const seconds = (this.#now() - now) / 1000;
+        this.#o.onProbe?.({ node: t.node, ok: r.ok, seconds, from, to: t.state });
       });
       this.#inFlight.add(p);
     }

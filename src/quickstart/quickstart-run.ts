@@ -83,6 +83,10 @@ export class QuickstartRun {
       intervalMs: options.probeIntervalMs ?? 1000,
       now: this.#now,
       onChange: () => void this.#queue(async () => void (await this.#applyLb())),
+      onProbe: (p) => {
+        this.#o.observer?.probeFinished(p.node, p.ok, p.seconds);
+        if (p.from !== p.to) this.#o.observer?.metrics.healthTransition(p.node, p.to);
+      },
     });
     this.#lb = new UserspaceLb({
       seed: this.#seed,

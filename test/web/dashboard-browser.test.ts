@@ -185,5 +185,10 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
       /"event":"backend_state","reason":"unhealthy","service":"shop\/web","node":"node-b"/.test(l),
     ),
   );
+  const metrics = await obs.metrics.text();
+  assert.match(metrics, /passlb_health_transitions_total\{node="node-b",to="unhealthy"\} [1-9]/);
+  assert.match(metrics, /passlb_health_probes_total\{node="node-b",result="failure"\} [1-9]/);
+  assert.match(metrics, /passlb_connections_total\{service="shop\/web",node="node-a"\} [1-9]/);
+  assert.match(metrics, /passlb_service_backends\{service="shop\/web",state="unhealthy"\} 1/);
   t.diagnostic(`node-b unhealthy on the page ${tookMs} ms after its agent stopped (bound ${boundMs} ms)`);
 });
