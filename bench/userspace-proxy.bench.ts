@@ -367,6 +367,7 @@ async function main(): Promise<void> {
       ["direct", d],
       ["haproxy", h],
       ["passlb", p],
+      ...(NAIVE ? [["naive", m("naive")] as const] : []),
     ] as const)
       console.log(
         `${name.padEnd(9)} ${x.mbps.toFixed(0).padStart(15)} ${x.cps.toFixed(0).padStart(15)} ${x.cpu.toFixed(0).padStart(13)} ${x.p50.toFixed(0).padStart(8)} ${x.p99.toFixed(0).padStart(8)} ${(name === "direct" ? "-" : (x.p99 - d.p99).toFixed(0)).padStart(14)}`,
