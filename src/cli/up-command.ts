@@ -182,7 +182,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
         setTimeout(() => {
           draw();
           finish();
-        }, 1500),
+        }, 3000),
       );
     }
     if (duration !== undefined) timers.push(setTimeout(finish, duration * 1000));
