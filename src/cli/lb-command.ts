@@ -10,8 +10,8 @@ import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-data
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
 import { planSnapshot } from "../plan/planner.ts";
-import { HttpProber } from "../quickstart/http-prober.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
+import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
@@ -90,12 +90,10 @@ export function registerLbCommand(
       obs.metrics.programmed("userspace", (Date.now() - since) / 1000);
       obs.observer.setFindings(findings);
     };
-    const prober: HttpProber = new HttpProber({
+    const prober: ProberHealth = new ProberHealth({
       onChange: () => void apply(),
-      onProbe: (p) => {
-        obs.observer.probeFinished(p.node, p.ok, p.seconds);
-        if (p.from !== p.to) obs.metrics.healthTransition(p.node, p.to);
-      },
+      onEvent: (e) => obs.observer.proberEvent(e),
+      onProbe: (node, ok, seconds) => obs.observer.probeFinished(node, ok, seconds),
     });
     prober.setPlans(plans);
     await apply();

@@ -23,9 +23,9 @@ import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import type { Observer } from "../web/observer.ts";
 import { poolUsage } from "../web/pool-usage.ts";
 import { EchoPods, echoPodSpecs } from "./echo-pods.ts";
-import { HttpProber } from "./http-prober.ts";
 import type { LiveService, LiveState } from "./live-view.ts";
 import { loopbackSnapshot, type RewriteNote } from "./loopback-rewrite.ts";
+import { ProberHealth } from "./prober-health.ts";
 import { RecentConnections } from "./recent-connections.ts";
 
 export interface QuickstartOptions {
@@ -57,7 +57,7 @@ export class QuickstartRun {
   readonly #now: () => number;
   readonly #seed: number;
   readonly #lb: UserspaceLb;
-  readonly #prober: HttpProber;
+  readonly #prober: ProberHealth;
   readonly #pods = new EchoPods();
   readonly #agents = new Map<string, { proxy: NodeProxy; address: string }>();
   readonly #stopped = new Set<string>();
@@ -79,14 +79,12 @@ export class QuickstartRun {
     this.#seed = options.seed ?? 0x5eed;
     this.startedAt = this.#now();
     this.#recent = new RecentConnections({ windowMs: options.windowMs ?? 10_000 });
-    this.#prober = new HttpProber({
+    this.#prober = new ProberHealth({
       intervalMs: options.probeIntervalMs ?? 1000,
-      now: this.#now,
+      seed: this.#seed,
       onChange: () => void this.#queue(async () => void (await this.#applyLb())),
-      onProbe: (p) => {
-        this.#o.observer?.probeFinished(p.node, p.ok, p.seconds);
-        if (p.from !== p.to) this.#o.observer?.metrics.healthTransition(p.node, p.to);
-      },
+      onEvent: (e) => this.#o.observer?.proberEvent(e),
+      onProbe: (node, ok, seconds) => this.#o.observer?.probeFinished(node, ok, seconds),
     });
     this.#lb = new UserspaceLb({
       seed: this.#seed,
