@@ -176,6 +176,7 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
   assert.ok(tookMs <= boundMs, `unhealthy on the page after ${tookMs} ms (bound ${boundMs} ms)`);
   await page.locator('.ev[data-event="backend_state"]').first().waitFor({ timeout: 2_000 });
   await page.locator('.ev[data-event="agent_stopped"]').first().waitFor({ timeout: 2_000 });
+  await page.locator('.ev[data-event="health_transition"]').first().waitFor({ timeout: 2_000 });
 
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
