@@ -1,0 +1,370 @@
+/**
+ * desiredNftState: forwarding state (forwarding-state.ts) in, the NftState passlb's table
+ * must hold out. Pure; the previous state is an input so that node marks and slot-map names
+ * stay stable across passes and across a restart that adopted the kernel's table.
+ *
+ * Rules (DESIGN.md "Data path"; issue 6):
+ *   - per Service listener and VIP family one chain, reached by one `dispatch` verdict-map
+ *     lookup on VIP . protocol . port (kube-proxy's nftables pattern, landscape.md §2.4);
+ *   - `loadBalancerSourceRanges`: sources outside the list are dropped; a family with no
+ *     listed range drops everything of that family (the list is an allow-list);
+ *   - established flows: a conntrack mark that names a live node is copied to the packet
+ *     mark and the flow stays on that node; "live" means the node is a member of some plan
+ *     (health does not break established flows, as GCP's TCP default);
+ *   - new flows: `jhash` of the 5-tuple (or of the client address under ClientIP affinity)
+ *     mod M picks a slot of the listener's Maglev table, which maps to the node's mark; the
+ *     mark is stored in conntrack;
+ *   - zonal affinity: a client whose source is in a zone's `clientCIDRs` uses that zone's
+ *     table while it exists (forwarding-state only builds it while the zone has a healthy
+ *     member); everyone else uses the global table;
+ *   - slot maps are shared by every listener whose table has the same contents; a table
+ *     whose contents change reuses a map that is no longer needed as it was (the closest
+ *     one), so a health change edits only the slots that moved.
+ * A table built over members that lack an address of the chain's family is rebuilt over
+ * the members that have one (same seed and size): a slot must route somewhere.
+ *
+ * Does not: render text (render-ruleset.ts), choose policy or health (forwarding-state.ts).
+ */
+
+import { type Cidr, canonicalIp, cidrRange, formatCidr, parseCidr } from "../../net/ip.ts";
+import type { ListenerForwarding, ServiceForwarding } from "../forwarding-state.ts";
+import { type MaglevTable, maglevTable, NO_BACKEND } from "../maglev.ts";
+import {
+  chainOf,
+  type Fam,
+  fnv1a,
+  formatMark,
+  hex8,
+  MARK_INDEX_LIMIT,
+  markFor,
+  type NftChain,
+  type NftSet,
+  type NftState,
+  safeName,
+} from "./nft-state.ts";
+
+export interface ZoneConfig {
+  readonly name: string;
+  readonly clientCIDRs: readonly string[];
+}
+
+export interface DesiredInput {
+  readonly table: string;
+  readonly seed: number;
+  readonly forwardings: readonly ServiceForwarding[];
+  readonly zones: readonly ZoneConfig[];
+  readonly previous: NftState;
+}
+
+const FAMS: readonly Fam[] = [4, 6];
+const familyName = (fam: Fam) => (fam === 4 ? "IPv4" : "IPv6");
+const ipKey = (fam: Fam) => (fam === 4 ? "ip" : "ip6");
+const SLOT_MAP_DECL = "typeof numgen inc mod 2 : meta mark;";
+const MAX_REUSE_CANDIDATES = 16;
+
+export const PREROUTING_BASE = "type filter hook prerouting priority mangle; policy accept;";
+
+export function listenerChainName(service: string, protocol: string, port: number, fam: Fam): string {
+  return `svc_${safeName(service.replace("/", "."))}_${protocol.toLowerCase()}${port}_${fam}`;
+}
+
+/** The hash expression of a listener chain (landscape.md §4.5: jhash … mod M). */
+export function hashExpression(fam: Fam, clientOnly: boolean, size: number, seed: number): string {
+  const ip = ipKey(fam);
+  const fields = clientOnly ? `${ip} saddr` : `${ip} saddr . th sport . ${ip} daddr . th dport`;
+  return `jhash ${fields} mod ${size} seed ${formatMark(seed)}`;
+}
+
+interface Referrer {
+  readonly contentKey: string;
+  readonly marks: Uint32Array;
+}
+
+export function desiredNftState(input: DesiredInput): NftState {
+  const { previous, seed } = input;
+  const sets = new Map<string, NftSet>();
+  const chains = new Map<string, NftChain>();
+
+  // node marks: keep what the previous state (or the adopted kernel table) assigned
+  const addressMarks = { 4: new Map<string, number>(), 6: new Map<string, number>() };
+  for (const fam of FAMS) {
+    const wanted = new Set<string>();
+    for (const f of input.forwardings)
+      for (const m of f.plan.members) {
+        const a = m.addresses[familyName(fam)];
+        const c = a === undefined ? undefined : canonicalIp(a);
+        if (c !== undefined) wanted.add(c);
+      }
+    const before = previous.sets.get(`nexthops${fam}`)?.elements ?? new Map<string, string>();
+    const used = new Set<number>();
+    for (const [markText, addr] of before) {
+      if (wanted.has(addr) && !addressMarks[fam].has(addr)) {
+        const mark = Number(markText) >>> 0;
+        addressMarks[fam].set(addr, mark);
+        used.add(mark);
+      }
+    }
+    let next = 1;
+    for (const addr of [...wanted].sort()) {
+      if (addressMarks[fam].has(addr)) continue;
+      while (used.has(markFor(fam, next))) next++;
+      if (next >= MARK_INDEX_LIMIT) throw new RangeError("desiredNftState: out of node marks");
+      const mark = markFor(fam, next);
+      used.add(mark);
+      addressMarks[fam].set(addr, mark);
+    }
+  }
+  const live = new Map<string, string>();
+  for (const fam of FAMS) {
+    const hops = new Map<string, string>();
+    const sorted = [...addressMarks[fam]].sort((a, b) => a[1] - b[1]);
+    for (const [addr, mark] of sorted) {
+      hops.set(formatMark(mark), addr);
+      live.set(formatMark(mark), "");
+    }
+    sets.set(`nexthops${fam}`, {
+      name: `nexthops${fam}`,
+      decl: `type mark : ${fam === 4 ? "ipv4_addr" : "ipv6_addr"};`,
+      isMap: true,
+      elements: hops,
+    });
+  }
+  sets.set("live", { name: "live", decl: "type mark;", isMap: false, elements: sortedMap(live) });
+
+  // zones: one interval set per zone and family
+  const zoneSet = new Map<string, string>(); // `${zone}/${fam}` → set name (non-empty sets only)
+  for (const z of [...input.zones].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    for (const fam of FAMS) {
+      const elements = intervalElements(z.clientCIDRs, fam);
+      if (elements.size === 0) continue;
+      const name = `zone_${safeName(z.name)}_${fam}`;
+      sets.set(name, { name, decl: intervalDecl(fam), isMap: false, elements });
+      zoneSet.set(`${z.name}/${fam}`, name);
+    }
+  }
+
+  // listeners: chains, dispatch entries and the slot tables they need
+  const dispatch = { 4: new Map<string, string>(), 6: new Map<string, string>() };
+  const contents = new Map<string, Uint32Array>();
+  const pendingChains: { name: string; build: (mapName: (key: string) => string) => string[] }[] = [];
+  for (const f of [...input.forwardings].sort((a, b) => (a.service < b.service ? -1 : 1))) {
+    const plan = f.plan;
+    const restricted = plan.sourceRanges.length > 0;
+    for (const fam of FAMS) {
+      const vips = plan.vips.filter((v) => v.family === familyName(fam)).map((v) => canonicalIp(v.address));
+      if (vips.length === 0) continue;
+      const srcName = `src_${safeName(plan.service.replace("/", "."))}_${fam}`;
+      if (restricted)
+        sets.set(srcName, {
+          name: srcName,
+          decl: intervalDecl(fam),
+          isMap: false,
+          elements: intervalElements(plan.sourceRanges, fam),
+        });
+      for (const l of f.listeners) {
+        const chain = listenerChainName(plan.service, l.protocol, l.port, fam);
+        for (const vip of vips)
+          if (vip !== undefined)
+            dispatch[fam].set(`${vip} . ${l.protocol.toLowerCase()} . ${l.port}`, `goto ${chain}`);
+        const clientOnly = plan.sessionAffinity.type === "ClientIP";
+        const global = referrerFor(l, l.table, fam, addressMarks[fam], seed);
+        const zoneRefs: { set: string; ref: Referrer; size: number }[] = [];
+        for (const [zone, table] of [...l.zoneTables].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+          const set = zoneSet.get(`${zone}/${fam}`);
+          const ref = referrerFor(l, table, fam, addressMarks[fam], seed);
+          if (set !== undefined && ref !== undefined) zoneRefs.push({ set, ref, size: table.size });
+        }
+        for (const r of [global, ...zoneRefs.map((z) => z.ref)])
+          if (r !== undefined) contents.set(r.contentKey, r.marks);
+        const ip = ipKey(fam);
+        pendingChains.push({
+          name: chain,
+          build: (mapName) => {
+            const rules: string[] = [];
+            if (restricted) rules.push(`${ip} saddr != @${srcName} drop`);
+            if (global === undefined) {
+              rules.push("drop");
+              return rules;
+            }
+            rules.push("ct mark @live meta mark set ct mark accept");
+            for (const z of zoneRefs)
+              rules.push(
+                `${ip} saddr @${z.set} ct mark set ${hashExpression(fam, clientOnly, z.size, seed)} map @${mapName(z.ref.contentKey)} meta mark set ct mark accept`,
+              );
+            rules.push(
+              `ct mark set ${hashExpression(fam, clientOnly, l.table.size, seed)} map @${mapName(global.contentKey)} meta mark set ct mark accept`,
+            );
+            return rules;
+          },
+        });
+      }
+    }
+  }
+
+  const names = assignSlotMaps(contents, previous);
+  for (const [key, name] of names) {
+    const marks = contents.get(key)!;
+    const elements = new Map<string, string>();
+    for (let slot = 0; slot < marks.length; slot++) elements.set(String(slot), formatMark(marks[slot]!));
+    sets.set(name, { name, decl: SLOT_MAP_DECL, isMap: true, elements });
+  }
+  for (const fam of FAMS)
+    sets.set(`dispatch${fam}`, {
+      name: `dispatch${fam}`,
+      decl: `type ${fam === 4 ? "ipv4_addr" : "ipv6_addr"} . inet_proto . inet_service : verdict;`,
+      isMap: true,
+      elements: sortedMap(dispatch[fam]),
+    });
+  for (const p of pendingChains)
+    chains.set(
+      p.name,
+      chainOf(
+        p.name,
+        p.build((k) => names.get(k)!),
+      ),
+    );
+  chains.set(
+    "prerouting",
+    chainOf(
+      "prerouting",
+      FAMS.map((fam) => `${ipKey(fam)} daddr . meta l4proto . th dport vmap @dispatch${fam}`),
+      PREROUTING_BASE,
+    ),
+  );
+  return { table: input.table, sets: sortedMap(sets), chains };
+}
+
+/** Marks per slot for one table and family; undefined when the table has no backend. */
+function referrerFor(
+  l: ListenerForwarding,
+  table: MaglevTable,
+  fam: Fam,
+  marks: ReadonlyMap<string, number>,
+  seed: number,
+): Referrer | undefined {
+  const addressOf = new Map(
+    l.backends.map((b) => {
+      const a = b.addresses[familyName(fam)];
+      return [b.node, a === undefined ? undefined : canonicalIp(a)] as const;
+    }),
+  );
+  let t = table;
+  if (t.backends.some((n) => addressOf.get(n) === undefined)) {
+    const routable = l.backends.filter(
+      (b) => addressOf.get(b.node) !== undefined && t.backends.includes(b.node),
+    );
+    t = maglevTable({
+      backends: routable.map((b) => ({ name: b.node, weight: b.weight })),
+      size: t.size,
+      seed,
+    });
+  }
+  if (t.backends.length === 0) return undefined;
+  const byIndex = t.backends.map((n) => marks.get(addressOf.get(n)!)!);
+  const out = new Uint32Array(t.size);
+  for (let k = 0; k < t.size; k++) {
+    const i = t.slots[k]!;
+    out[k] = i === NO_BACKEND ? 0 : byIndex[i]!;
+  }
+  let h = 0x811c9dc5;
+  for (let k = 0; k < out.length; k++) {
+    h ^= out[k]!;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return { contentKey: `${t.size}:${hex8(h)}:${hex8(fnv1a(byIndex.join(",")))}`, marks: out };
+}
+
+/**
+ * Names for slot-map contents: a previous map with the same contents keeps its name; a new
+ * content takes over the closest previous map of the same size that nobody else keeps (so
+ * the update edits only differing slots); otherwise a fresh `m<n>`.
+ */
+function assignSlotMaps(contents: ReadonlyMap<string, Uint32Array>, previous: NftState): Map<string, string> {
+  const prevMaps = [...previous.sets.values()].filter((s) => /^m\d+$/.test(s.name));
+  const prevMarks = new Map<string, Uint32Array>();
+  for (const s of prevMaps) {
+    const arr = new Uint32Array(s.elements.size);
+    let ok = true;
+    for (const [k, v] of s.elements) {
+      const slot = Number(k);
+      if (!(slot >= 0 && slot < arr.length)) ok = false;
+      else arr[slot] = Number(v) >>> 0;
+    }
+    if (ok) prevMarks.set(s.name, arr);
+  }
+  const names = new Map<string, string>();
+  const taken = new Set<string>();
+  const keys = [...contents.keys()].sort();
+  for (const key of keys) {
+    const want = contents.get(key)!;
+    for (const [name, arr] of prevMarks)
+      if (!taken.has(name) && sameArray(arr, want)) {
+        names.set(key, name);
+        taken.add(name);
+        break;
+      }
+  }
+  const allNames = new Set(previous.sets.keys());
+  let counter = 1;
+  for (const key of keys) {
+    if (names.has(key)) continue;
+    const want = contents.get(key)!;
+    let best: string | undefined;
+    let bestDiff = Number.POSITIVE_INFINITY;
+    let tried = 0;
+    for (const [name, arr] of prevMarks) {
+      if (taken.has(name) || arr.length !== want.length) continue;
+      if (tried++ >= MAX_REUSE_CANDIDATES) break;
+      let diff = 0;
+      for (let k = 0; k < arr.length; k++) if (arr[k] !== want[k]) diff++;
+      if (diff < bestDiff) {
+        bestDiff = diff;
+        best = name;
+      }
+    }
+    if (best === undefined) {
+      while (allNames.has(`m${counter}`) || taken.has(`m${counter}`)) counter++;
+      best = `m${counter}`;
+    }
+    names.set(key, best);
+    taken.add(best);
+  }
+  return names;
+}
+
+function sameArray(a: Uint32Array, b: Uint32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const intervalDecl = (fam: Fam) => `type ${fam === 4 ? "ipv4_addr" : "ipv6_addr"}; flags interval;`;
+
+/** Canonical, non-overlapping prefixes of one family (nft refuses overlapping intervals):
+ * prefixes covered by another are dropped; a host prefix is written as a plain address. */
+export function intervalElements(cidrs: readonly string[], fam: Fam): Map<string, string> {
+  const parsed: Cidr[] = [];
+  for (const text of cidrs) {
+    const c = parseCidr(text.includes("/") ? text : `${text}/${fam === 4 ? 32 : 128}`, true);
+    if (c && c.family === familyName(fam)) parsed.push(c);
+  }
+  parsed.sort((a, b) => (a.base < b.base ? -1 : a.base > b.base ? 1 : a.prefix - b.prefix));
+  const kept: Cidr[] = [];
+  let lastEnd = -1n;
+  for (const c of parsed) {
+    const r = cidrRange(c);
+    if (r.last <= lastEnd) continue; // inside the previous kept prefix
+    kept.push(c);
+    lastEnd = r.last;
+  }
+  const out = new Map<string, string>();
+  for (const c of kept) {
+    const text = formatCidr(c);
+    out.set(c.prefix === (fam === 4 ? 32 : 128) ? text.slice(0, text.indexOf("/")) : text, "");
+  }
+  return out;
+}
+
+function sortedMap<V>(m: ReadonlyMap<string, V>): Map<string, V> {
+  return new Map([...m].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+}
