@@ -64,6 +64,7 @@ export type LbEvent =
   | { readonly kind: "sync_failed"; readonly error: unknown; readonly retryInMs: number }
   | { readonly kind: "adopted"; readonly sets: number; readonly chains: number }
   | { readonly kind: "drift"; readonly what: string }
+  | { readonly kind: "routes_failed"; readonly error: unknown }
   | { readonly kind: "kept_last_good"; readonly service: string; readonly reason: string };
 
 export interface LbControllerOptions {
@@ -83,6 +84,7 @@ export interface LbControllerOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+const ROUTE_RETRY_MS = 1000;
 
 export class LbController {
   readonly #o: LbControllerOptions;
@@ -104,6 +106,7 @@ export class LbController {
   #unsubscribe: (() => void) | undefined;
   /** resolves waiters of `settled()` after each pass */
   #waiters: (() => void)[] = [];
+  #serial: Promise<unknown> = Promise.resolve();
 
   constructor(options: LbControllerOptions) {
     this.#o = options;
@@ -122,10 +125,10 @@ export class LbController {
   }
 
   /** A new snapshot; `degraded` when the input had problems (vanished Services are kept). */
-  setSnapshot(snapshot: Snapshot, degraded = false): void {
+  setSnapshot(snapshot: Snapshot, degraded = false, schedule = true): void {
     this.#snapshot = snapshot;
     this.#degraded = degraded;
-    this.request();
+    if (schedule) this.request();
   }
 
   /** Ask for a pass (debounced). */
@@ -199,8 +202,14 @@ export class LbController {
     }
   }
 
-  /** One reconcile pass; exposed for tests. */
-  async syncOnce(): Promise<SyncOutcome> {
+  /** One reconcile pass (passes never overlap, whoever calls); exposed for tests. */
+  syncOnce(): Promise<SyncOutcome> {
+    const next = this.#serial.then(() => this.#syncOnce());
+    this.#serial = next.catch(() => undefined);
+    return next;
+  }
+
+  async #syncOnce(): Promise<SyncOutcome> {
     const snapshot = this.#snapshot;
     if (!snapshot) return { kind: "ok", mode: "noop", bytes: 0 };
     let desired: NftState;
@@ -211,18 +220,14 @@ export class LbController {
     }
     const full = this.#needFull || !this.#current || needsFullSync(this.#current, desired);
     const script = full ? renderRuleset(desired) : renderElementUpdates(this.#current!, desired);
+    const wanted = policyRoutesOf(desired);
+    // routes for new next hops go in before any mark can point at them
+    if (!sameRoutes(this.#routes, wanted)) await this.#syncRoutes(unionRoutes(this.#routes ?? [], wanted), false);
     try {
-      const wanted = policyRoutesOf(desired);
-      if (this.#o.routes && !sameRoutes(this.#routes, wanted)) {
-        await this.#o.routes.sync(unionRoutes(this.#routes ?? [], wanted));
-      }
       if (script !== "") await this.#o.nft.apply(script);
       this.#current = desired;
       this.#needFull = false;
-      if (this.#o.routes && !sameRoutes(this.#routes, wanted)) {
-        await this.#o.routes.sync(wanted);
-        this.#routes = wanted;
-      }
+      if (!sameRoutes(this.#routes, wanted)) await this.#syncRoutes(wanted, true);
       return {
         kind: "ok",
         mode: script === "" ? "noop" : full ? "full" : "incremental",
@@ -233,6 +238,20 @@ export class LbController {
       this.#needFull = true;
       this.#failures++;
       return { kind: "retry", delayMs: Math.min(MAX_BACKOFF_MS, 100 * 2 ** (this.#failures - 1)), cause };
+    }
+  }
+
+  /** A route failure does not hold back the nft update (one bad next hop must not freeze
+   * every Service); it is reported and retried on a later pass. */
+  async #syncRoutes(routes: readonly PolicyRoute[], final: boolean): Promise<void> {
+    if (!this.#o.routes) return;
+    try {
+      await this.#o.routes.sync(routes);
+      if (final) this.#routes = routes;
+    } catch (error) {
+      this.#routes = undefined;
+      this.#o.onEvent?.({ kind: "routes_failed", error });
+      if (final && !this.#stopped) this.request(ROUTE_RETRY_MS);
     }
   }
 
