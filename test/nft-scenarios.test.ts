@@ -21,6 +21,7 @@ import { decodeDocuments } from "../src/k8s/decode.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 import { assertGolden } from "./golden.ts";
 import { kernelSkipReason, withNetns } from "./netns.ts";
+import { assertSameTable } from "./nft-table-assert.ts";
 
 const ROOT = "test/fixtures/nft";
 const SEED = 0x2a;
@@ -48,22 +49,6 @@ async function scenario(dir: string) {
   const before = state(ALL_UNKNOWN, emptyNftState("passlb"));
   const after = state(health, before);
   return { before, after };
-}
-
-/** Observed and desired states agree on every element, chain hash and rule count. */
-export function assertSameTable(observed: NftState | undefined, desired: NftState): void {
-  assert.ok(observed, "the table is missing");
-  assert.deepEqual([...observed.sets.keys()].sort(), [...desired.sets.keys()].sort());
-  for (const [name, s] of desired.sets)
-    assert.deepEqual(
-      new Map([...observed.sets.get(name)!.elements].sort()),
-      new Map([...s.elements].sort()),
-      name,
-    );
-  assert.deepEqual(
-    [...observed.chains.values()].map((c) => [c.name, c.ruleCount, c.hash, c.base]).sort(),
-    [...desired.chains.values()].map((c) => [c.name, c.ruleCount, c.hash, c.base]).sort(),
-  );
 }
 
 const skip = kernelSkipReason();
