@@ -222,7 +222,8 @@ export class LbController {
     const script = full ? renderRuleset(desired) : renderElementUpdates(this.#current!, desired);
     const wanted = policyRoutesOf(desired);
     // routes for new next hops go in before any mark can point at them
-    if (!sameRoutes(this.#routes, wanted)) await this.#syncRoutes(unionRoutes(this.#routes ?? [], wanted), false);
+    if (!sameRoutes(this.#routes, wanted))
+      await this.#syncRoutes(unionRoutes(this.#routes ?? [], wanted), false);
     try {
       if (script !== "") await this.#o.nft.apply(script);
       this.#current = desired;
