@@ -3,6 +3,7 @@
  * as arguments, so tests run the real command in-process.
  */
 import { Command } from "commander";
+import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
 import { registerLbCommand } from "./lb-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
@@ -21,6 +22,7 @@ export function buildProgram(
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
+  registerEndpointSlicesCommand(program, io, setExitCode);
   registerLbCommand(program, io, setExitCode, shutdownSignal);
   return program;
 }
