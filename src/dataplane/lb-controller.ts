@@ -31,9 +31,10 @@ import {
   type ServiceForwarding,
   serviceForwarding,
 } from "./forwarding-state.ts";
+import { type MaglevInput, type MaglevTable, maglevTable } from "./maglev.ts";
 import type { NftApplier } from "./nft-applier.ts";
 import { type PolicyRoute, policyRoutesOf, type RouteApplier } from "./policy-routes.ts";
-import { desiredNftState } from "./render/desired-state.ts";
+import { createDesiredCache, desiredNftState } from "./render/desired-state.ts";
 import type { NftState } from "./render/nft-state.ts";
 import { needsFullSync, renderElementUpdates, renderRuleset } from "./render/render-ruleset.ts";
 
@@ -96,6 +97,9 @@ export class LbController {
   #lastGood = new Map<string, ServiceForwarding>();
   #routes: readonly PolicyRoute[] | undefined;
   readonly #cache = createPlanCache();
+  readonly #desiredCache = createDesiredCache();
+  #tables = new Map<string, MaglevTable>();
+  #memo = new Map<string, { plan: LoadBalancerPlan; health: string; forwarding: ServiceForwarding }>();
   #timer: unknown;
   #driftTimer: unknown;
   #driftChecks = 0;
@@ -259,9 +263,21 @@ export class LbController {
   #desired(snapshot: Snapshot): NftState {
     const { plans } = planSnapshot(snapshot, { previous: this.#plans }, this.#cache);
     const health = this.#o.health?.lookup ?? ALL_UNKNOWN;
-    const options = this.#o.sizeFor
-      ? { seed: this.#o.seed, sizeFor: this.#o.sizeFor }
-      : { seed: this.#o.seed };
+    // equal Maglev inputs share one table object (Services on the same nodes), across passes
+    const tables = new Map<string, MaglevTable>();
+    const tableFor = (input: MaglevInput): MaglevTable => {
+      const key = `${input.size}|${input.seed}|${input.backends.map((b) => `${b.name}:${b.weight}`).join(",")}`;
+      let table = tables.get(key) ?? this.#tables.get(key);
+      if (!table) table = maglevTable(input);
+      tables.set(key, table);
+      return table;
+    };
+    const options = {
+      seed: this.#o.seed,
+      tableFor,
+      ...(this.#o.sizeFor ? { sizeFor: this.#o.sizeFor } : {}),
+    };
+    const memo = new Map<string, { plan: LoadBalancerPlan; health: string; forwarding: ServiceForwarding }>();
     const forwardings = new Map<string, ServiceForwarding>();
     for (const plan of plans) {
       const last = this.#lastGood.get(plan.service);
@@ -271,8 +287,17 @@ export class LbController {
         forwardings.set(plan.service, last);
         continue;
       }
+      const signature = healthSignature(plan, health);
+      const known = this.#memo.get(plan.service);
+      if (known && known.plan === plan && known.health === signature) {
+        forwardings.set(plan.service, known.forwarding);
+        memo.set(plan.service, known);
+        continue;
+      }
       try {
-        forwardings.set(plan.service, serviceForwarding(plan, health, options));
+        const forwarding = serviceForwarding(plan, health, options);
+        forwardings.set(plan.service, forwarding);
+        memo.set(plan.service, { plan, health: signature, forwarding });
       } catch (e) {
         this.#o.onEvent?.({ kind: "kept_last_good", service: plan.service, reason: (e as Error).message });
         if (last) forwardings.set(plan.service, last);
@@ -290,7 +315,10 @@ export class LbController {
       zones: snapshot.config.zones,
       previous: this.#current ?? { table: this.#o.table, sets: new Map(), chains: new Map() },
       forwardings: [...forwardings.values()],
+      cache: this.#desiredCache,
     });
+    this.#tables = tables;
+    this.#memo = memo;
     this.#plans = new Map(plans.map((p) => [p.service, p]));
     this.#lastGood = forwardings;
     return desired;
@@ -326,6 +354,17 @@ export class LbController {
       this.#armDrift();
     }, every);
   }
+}
+
+/** Everything health says about a plan's members, as a string: equal → same forwarding. */
+function healthSignature(plan: LoadBalancerPlan, health: HealthLookup): string {
+  let out = "";
+  for (const check of plan.healthChecks)
+    for (const m of plan.members) {
+      const h = health(plan.service, check.id, m.node);
+      out += `${h.state[0]}${h.weight ?? ""};`;
+    }
+  return out;
 }
 
 /** A short description of how `observed` differs from `expected`, or undefined. */

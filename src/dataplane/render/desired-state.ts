@@ -32,15 +32,14 @@ import { type MaglevTable, maglevTable, NO_BACKEND } from "../maglev.ts";
 import {
   chainOf,
   type Fam,
-  fnv1a,
   formatMark,
-  hex8,
   MARK_INDEX_LIMIT,
   markFor,
   type NftChain,
   type NftSet,
   type NftState,
   safeName,
+  slotContentKey,
 } from "./nft-state.ts";
 
 export interface ZoneConfig {
@@ -54,7 +53,16 @@ export interface DesiredInput {
   readonly forwardings: readonly ServiceForwarding[];
   readonly zones: readonly ZoneConfig[];
   readonly previous: NftState;
+  /** memo across passes (like PlanCache): optional, never changes the result */
+  readonly cache?: DesiredCache;
 }
+
+/** Per-table slot marks, remembered by table identity and the marks of its backends. */
+export interface DesiredCache {
+  readonly referrers: WeakMap<MaglevTable, Map<Fam, { byIndex: string; ref: Referrer | undefined }>>;
+}
+
+export const createDesiredCache = (): DesiredCache => ({ referrers: new WeakMap() });
 
 const FAMS: readonly Fam[] = [4, 6];
 const familyName = (fam: Fam) => (fam === 4 ? "IPv4" : "IPv6");
@@ -167,11 +175,11 @@ export function desiredNftState(input: DesiredInput): NftState {
           if (vip !== undefined)
             dispatch[fam].set(`${vip} . ${l.protocol.toLowerCase()} . ${l.port}`, `goto ${chain}`);
         const clientOnly = plan.sessionAffinity.type === "ClientIP";
-        const global = referrerFor(l, l.table, fam, addressMarks[fam], seed);
+        const global = referrerFor(l, l.table, fam, addressMarks[fam], seed, input.cache);
         const zoneRefs: { set: string; ref: Referrer; size: number }[] = [];
         for (const [zone, table] of [...l.zoneTables].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
           const set = zoneSet.get(`${zone}/${fam}`);
-          const ref = referrerFor(l, table, fam, addressMarks[fam], seed);
+          const ref = referrerFor(l, table, fam, addressMarks[fam], seed, input.cache);
           if (set !== undefined && ref !== undefined) zoneRefs.push({ set, ref, size: table.size });
         }
         for (const r of [global, ...zoneRefs.map((z) => z.ref)])
@@ -204,9 +212,14 @@ export function desiredNftState(input: DesiredInput): NftState {
   const names = assignSlotMaps(contents, previous);
   for (const [key, name] of names) {
     const marks = contents.get(key)!;
+    const before = previous.sets.get(name);
+    if (before?.contentKey === key && before.slots && sameArray(before.slots, marks)) {
+      sets.set(name, before);
+      continue;
+    }
     const elements = new Map<string, string>();
     for (let slot = 0; slot < marks.length; slot++) elements.set(String(slot), formatMark(marks[slot]!));
-    sets.set(name, { name, decl: SLOT_MAP_DECL, isMap: true, elements });
+    sets.set(name, { name, decl: SLOT_MAP_DECL, isMap: true, elements, slots: marks, contentKey: key });
   }
   for (const fam of FAMS)
     sets.set(`dispatch${fam}`, {
@@ -241,6 +254,7 @@ function referrerFor(
   fam: Fam,
   marks: ReadonlyMap<string, number>,
   seed: number,
+  cache: DesiredCache | undefined,
 ): Referrer | undefined {
   const addressOf = new Map(
     l.backends.map((b) => {
@@ -248,30 +262,41 @@ function referrerFor(
       return [b.node, a === undefined ? undefined : canonicalIp(a)] as const;
     }),
   );
+  const byIndex = table.backends.map((n) => {
+    const a = addressOf.get(n);
+    return a === undefined ? -1 : marks.get(a)!;
+  });
+  const byIndexKey = byIndex.join(",");
+  const memo = cache?.referrers.get(table)?.get(fam);
+  if (memo && memo.byIndex === byIndexKey) return memo.ref;
   let t = table;
-  if (t.backends.some((n) => addressOf.get(n) === undefined)) {
+  let routableMarks = byIndex;
+  if (byIndex.includes(-1)) {
     const routable = l.backends.filter(
-      (b) => addressOf.get(b.node) !== undefined && t.backends.includes(b.node),
+      (b) => addressOf.get(b.node) !== undefined && table.backends.includes(b.node),
     );
     t = maglevTable({
       backends: routable.map((b) => ({ name: b.node, weight: b.weight })),
       size: t.size,
       seed,
     });
+    routableMarks = t.backends.map((n) => marks.get(addressOf.get(n)!)!);
   }
-  if (t.backends.length === 0) return undefined;
-  const byIndex = t.backends.map((n) => marks.get(addressOf.get(n)!)!);
-  const out = new Uint32Array(t.size);
-  for (let k = 0; k < t.size; k++) {
-    const i = t.slots[k]!;
-    out[k] = i === NO_BACKEND ? 0 : byIndex[i]!;
+  let ref: Referrer | undefined;
+  if (t.backends.length > 0) {
+    const out = new Uint32Array(t.size);
+    for (let k = 0; k < t.size; k++) {
+      const i = t.slots[k]!;
+      out[k] = i === NO_BACKEND ? 0 : routableMarks[i]!;
+    }
+    ref = { contentKey: slotContentKey(out), marks: out };
   }
-  let h = 0x811c9dc5;
-  for (let k = 0; k < out.length; k++) {
-    h ^= out[k]!;
-    h = Math.imul(h, 0x01000193) >>> 0;
+  if (cache) {
+    const perFam = cache.referrers.get(table) ?? new Map();
+    perFam.set(fam, { byIndex: byIndexKey, ref });
+    cache.referrers.set(table, perFam);
   }
-  return { contentKey: `${t.size}:${hex8(h)}:${hex8(fnv1a(byIndex.join(",")))}`, marks: out };
+  return ref;
 }
 
 /**
@@ -280,29 +305,35 @@ function referrerFor(
  * the update edits only differing slots); otherwise a fresh `m<n>`.
  */
 function assignSlotMaps(contents: ReadonlyMap<string, Uint32Array>, previous: NftState): Map<string, string> {
-  const prevMaps = [...previous.sets.values()].filter((s) => /^m\d+$/.test(s.name));
-  const prevMarks = new Map<string, Uint32Array>();
-  for (const s of prevMaps) {
-    const arr = new Uint32Array(s.elements.size);
-    let ok = true;
-    for (const [k, v] of s.elements) {
-      const slot = Number(k);
-      if (!(slot >= 0 && slot < arr.length)) ok = false;
-      else arr[slot] = Number(v) >>> 0;
+  const prevMarks = new Map<string, { marks: Uint32Array; key: string }>();
+  const byKey = new Map<string, string>();
+  for (const s of previous.sets.values()) {
+    if (!/^m\d+$/.test(s.name)) continue;
+    let marks = s.slots;
+    if (!marks) {
+      const arr = new Uint32Array(s.elements.size);
+      let ok = true;
+      for (const [k, v] of s.elements) {
+        const slot = Number(k);
+        if (!(slot >= 0 && slot < arr.length)) ok = false;
+        else arr[slot] = Number(v) >>> 0;
+      }
+      if (!ok) continue;
+      marks = arr;
     }
-    if (ok) prevMarks.set(s.name, arr);
+    const key = s.contentKey ?? slotContentKey(marks);
+    prevMarks.set(s.name, { marks, key });
+    if (!byKey.has(key)) byKey.set(key, s.name);
   }
   const names = new Map<string, string>();
   const taken = new Set<string>();
   const keys = [...contents.keys()].sort();
   for (const key of keys) {
-    const want = contents.get(key)!;
-    for (const [name, arr] of prevMarks)
-      if (!taken.has(name) && sameArray(arr, want)) {
-        names.set(key, name);
-        taken.add(name);
-        break;
-      }
+    const name = byKey.get(key);
+    if (name !== undefined && sameArray(prevMarks.get(name)!.marks, contents.get(key)!)) {
+      names.set(key, name);
+      taken.add(name);
+    }
   }
   const allNames = new Set(previous.sets.keys());
   let counter = 1;
@@ -312,11 +343,11 @@ function assignSlotMaps(contents: ReadonlyMap<string, Uint32Array>, previous: Nf
     let best: string | undefined;
     let bestDiff = Number.POSITIVE_INFINITY;
     let tried = 0;
-    for (const [name, arr] of prevMarks) {
-      if (taken.has(name) || arr.length !== want.length) continue;
+    for (const [name, { marks }] of prevMarks) {
+      if (taken.has(name) || marks.length !== want.length) continue;
       if (tried++ >= MAX_REUSE_CANDIDATES) break;
       let diff = 0;
-      for (let k = 0; k < arr.length; k++) if (arr[k] !== want[k]) diff++;
+      for (let k = 0; k < marks.length; k++) if (marks[k] !== want[k]) diff++;
       if (diff < bestDiff) {
         bestDiff = diff;
         best = name;

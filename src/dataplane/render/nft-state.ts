@@ -38,6 +38,10 @@ export interface NftSet {
   readonly isMap: boolean;
   /** key → value ("" for sets), in render form */
   readonly elements: ReadonlyMap<string, string>;
+  /** slot maps built by desired-state: the marks per slot and their content key, so the
+   * next pass compares arrays instead of re-reading elements (absent when read back) */
+  readonly slots?: Uint32Array;
+  readonly contentKey?: string;
 }
 
 export interface NftChain {
@@ -72,6 +76,19 @@ export function fnv1a(text: string, seed = 0x811c9dc5): number {
     h = Math.imul(h, 0x01000193) >>> 0;
   }
   return h >>> 0;
+}
+
+/** Content key of a slot table: its size and two independent hashes of the marks. */
+export function slotContentKey(marks: Uint32Array): string {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (let k = 0; k < marks.length; k++) {
+    const m = marks[k]!;
+    a = Math.imul(a ^ m, 0x01000193) >>> 0;
+    b = Math.imul(b ^ ((m + k) >>> 0), 0x5bd1e995) >>> 0;
+    b ^= b >>> 15;
+  }
+  return `${marks.length}:${hex8(a)}${hex8(b)}`;
 }
 
 export const hex8 = (n: number): string => (n >>> 0).toString(16).padStart(8, "0");

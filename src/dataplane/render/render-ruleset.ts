@@ -59,6 +59,7 @@ export function renderElementUpdates(before: NftState, after: NftState): string 
   const dispatchAdds: (() => void)[] = [];
   for (const s of kept) {
     const b = before.sets.get(s.name)!;
+    if (b === s) continue; // the same object: unchanged by construction
     const del = new Map<string, string>();
     const add = new Map<string, string>();
     for (const [k, v] of b.elements) {
