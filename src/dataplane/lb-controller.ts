@@ -319,7 +319,14 @@ export class LbController {
     });
     this.#tables = tables;
     this.#memo = memo;
-    this.#plans = new Map(plans.map((p) => [p.service, p]));
+    // the planner only reads the previous members (sticky subsets) and memoises on the
+    // previous plan's identity: keep the stored plan while its members stay the same
+    const previous = new Map<string, LoadBalancerPlan>();
+    for (const p of plans) {
+      const stored = this.#plans.get(p.service);
+      previous.set(p.service, stored && sameMembers(stored, p) ? stored : p);
+    }
+    this.#plans = previous;
     this.#lastGood = forwardings;
     return desired;
   }
@@ -354,6 +361,10 @@ export class LbController {
       this.#armDrift();
     }, every);
   }
+}
+
+function sameMembers(a: LoadBalancerPlan, b: LoadBalancerPlan): boolean {
+  return a.members.length === b.members.length && a.members.every((m, i) => m.node === b.members[i]!.node);
 }
 
 /** Everything health says about a plan's members, as a string: equal → same forwarding. */

@@ -59,10 +59,16 @@ export interface DesiredInput {
 
 /** Per-table slot marks, remembered by table identity and the marks of its backends. */
 export interface DesiredCache {
-  readonly referrers: WeakMap<MaglevTable, Map<Fam, { byIndex: string; ref: Referrer | undefined }>>;
+  readonly referrers: WeakMap<MaglevTable, Map<Fam, { epoch: string; ref: Referrer | undefined }>>;
+  readonly parts: WeakMap<ServiceForwarding, { context: string; part: ServicePart }>;
+  readonly chains: Map<string, { spec: ChainSpec; names: string; chain: NftChain }>;
 }
 
-export const createDesiredCache = (): DesiredCache => ({ referrers: new WeakMap() });
+export const createDesiredCache = (): DesiredCache => ({
+  referrers: new WeakMap(),
+  parts: new WeakMap(),
+  chains: new Map(),
+});
 
 const FAMS: readonly Fam[] = [4, 6];
 const familyName = (fam: Fam) => (fam === 4 ? "IPv4" : "IPv6");
@@ -95,14 +101,22 @@ export function desiredNftState(input: DesiredInput): NftState {
 
   // node marks: keep what the previous state (or the adopted kernel table) assigned
   const addressMarks = { 4: new Map<string, number>(), 6: new Map<string, number>() };
+  const nodeMarks = { 4: new Map<string, number>(), 6: new Map<string, number>() };
+  const canonical = new Map<string, string | undefined>();
+  const canon = (a: string) => {
+    if (!canonical.has(a)) canonical.set(a, canonicalIp(a));
+    return canonical.get(a);
+  };
   for (const fam of FAMS) {
-    const wanted = new Set<string>();
+    const nodeAddress = new Map<string, string>();
     for (const f of input.forwardings)
       for (const m of f.plan.members) {
+        if (nodeAddress.has(m.node)) continue;
         const a = m.addresses[familyName(fam)];
-        const c = a === undefined ? undefined : canonicalIp(a);
-        if (c !== undefined) wanted.add(c);
+        const c = a === undefined ? undefined : canon(a);
+        if (c !== undefined) nodeAddress.set(m.node, c);
       }
+    const wanted = new Set(nodeAddress.values());
     const before = previous.sets.get(`nexthops${fam}`)?.elements ?? new Map<string, string>();
     const used = new Set<number>();
     for (const [markText, addr] of before) {
@@ -121,7 +135,9 @@ export function desiredNftState(input: DesiredInput): NftState {
       used.add(mark);
       addressMarks[fam].set(addr, mark);
     }
+    for (const [node, addr] of nodeAddress) nodeMarks[fam].set(node, addressMarks[fam].get(addr)!);
   }
+  const epoch = { 4: markEpoch(nodeMarks[4]), 6: markEpoch(nodeMarks[6]) };
   const live = new Map<string, string>();
   for (const fam of FAMS) {
     const hops = new Map<string, string>();
@@ -151,62 +167,24 @@ export function desiredNftState(input: DesiredInput): NftState {
     }
   }
 
-  // listeners: chains, dispatch entries and the slot tables they need
+  // listeners: chains, dispatch entries and the slot tables they need (remembered per
+  // forwarding object while marks, zones and seed stay the same)
   const dispatch = { 4: new Map<string, string>(), 6: new Map<string, string>() };
   const contents = new Map<string, Uint32Array>();
-  const pendingChains: { name: string; build: (mapName: (key: string) => string) => string[] }[] = [];
+  const context = `${epoch[4]}|${epoch[6]}|${[...zoneSet].join(",")}|${seed}`;
+  const parts: ServicePart[] = [];
   for (const f of [...input.forwardings].sort((a, b) => (a.service < b.service ? -1 : 1))) {
-    const plan = f.plan;
-    const restricted = plan.sourceRanges.length > 0;
-    for (const fam of FAMS) {
-      const vips = plan.vips.filter((v) => v.family === familyName(fam)).map((v) => canonicalIp(v.address));
-      if (vips.length === 0) continue;
-      const srcName = `src_${safeName(plan.service.replace("/", "."))}_${fam}`;
-      if (restricted)
-        sets.set(srcName, {
-          name: srcName,
-          decl: intervalDecl(fam),
-          isMap: false,
-          elements: intervalElements(plan.sourceRanges, fam),
-        });
-      for (const l of f.listeners) {
-        const chain = listenerChainName(plan.service, l.protocol, l.port, fam);
-        for (const vip of vips)
-          if (vip !== undefined)
-            dispatch[fam].set(`${vip} . ${l.protocol.toLowerCase()} . ${l.port}`, `goto ${chain}`);
-        const clientOnly = plan.sessionAffinity.type === "ClientIP";
-        const global = referrerFor(l, l.table, fam, addressMarks[fam], seed, input.cache);
-        const zoneRefs: { set: string; ref: Referrer; size: number }[] = [];
-        for (const [zone, table] of [...l.zoneTables].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-          const set = zoneSet.get(`${zone}/${fam}`);
-          const ref = referrerFor(l, table, fam, addressMarks[fam], seed, input.cache);
-          if (set !== undefined && ref !== undefined) zoneRefs.push({ set, ref, size: table.size });
-        }
-        for (const r of [global, ...zoneRefs.map((z) => z.ref)])
-          if (r !== undefined) contents.set(r.contentKey, r.marks);
-        const ip = ipKey(fam);
-        pendingChains.push({
-          name: chain,
-          build: (mapName) => {
-            const rules: string[] = [];
-            if (restricted) rules.push(`${ip} saddr != @${srcName} drop`);
-            if (global === undefined) {
-              rules.push("drop");
-              return rules;
-            }
-            rules.push("ct mark @live meta mark set ct mark accept");
-            for (const z of zoneRefs)
-              rules.push(
-                `${ip} saddr @${z.set} ct mark set ${hashExpression(fam, clientOnly, z.size, seed)} map @${mapName(z.ref.contentKey)} meta mark set ct mark accept`,
-              );
-            rules.push(
-              `ct mark set ${hashExpression(fam, clientOnly, l.table.size, seed)} map @${mapName(global.contentKey)} meta mark set ct mark accept`,
-            );
-            return rules;
-          },
-        });
-      }
+    const memo = input.cache?.parts.get(f);
+    let part: ServicePart;
+    if (memo && memo.context === context) part = memo.part;
+    else {
+      part = servicePart(f, { canon, zoneSet, nodeMarks, epoch, seed, cache: input.cache });
+      input.cache?.parts.set(f, { context, part });
     }
+    parts.push(part);
+    for (const set of part.sets) sets.set(set.name, set);
+    for (const [fam, key, value] of part.dispatch) dispatch[fam].set(key, value);
+    for (const [key, marks] of part.contents) contents.set(key, marks);
   }
 
   const names = assignSlotMaps(contents, previous);
@@ -228,14 +206,21 @@ export function desiredNftState(input: DesiredInput): NftState {
       isMap: true,
       elements: sortedMap(dispatch[fam]),
     });
-  for (const p of pendingChains)
-    chains.set(
-      p.name,
-      chainOf(
-        p.name,
-        p.build((k) => names.get(k)!),
-      ),
-    );
+  for (const part of parts)
+    for (const c of part.chains) {
+      const used = c.refs.map((k) => names.get(k)!);
+      const key = used.join(",");
+      const memo = input.cache?.chains.get(c.name);
+      if (memo && memo.spec === c && memo.names === key) {
+        chains.set(c.name, memo.chain);
+        continue;
+      }
+      const chain = chainOf(c.name, c.build(used));
+      input.cache?.chains.set(c.name, { spec: c, names: key, chain });
+      chains.set(c.name, chain);
+    }
+  if (input.cache)
+    for (const name of input.cache.chains.keys()) if (!chains.has(name)) input.cache.chains.delete(name);
   chains.set(
     "prerouting",
     chainOf(
@@ -247,40 +232,127 @@ export function desiredNftState(input: DesiredInput): NftState {
   return { table: input.table, sets: sortedMap(sets), chains };
 }
 
-/** Marks per slot for one table and family; undefined when the table has no backend. */
+interface ChainSpec {
+  readonly name: string;
+  /** content keys of the slot maps the rules use, in order */
+  readonly refs: readonly string[];
+  readonly build: (mapNames: readonly string[]) => string[];
+}
+
+interface ServicePart {
+  readonly sets: readonly NftSet[];
+  readonly dispatch: readonly (readonly [Fam, string, string])[];
+  readonly contents: readonly (readonly [string, Uint32Array])[];
+  readonly chains: readonly ChainSpec[];
+}
+
+interface PartContext {
+  readonly canon: (address: string) => string | undefined;
+  readonly zoneSet: ReadonlyMap<string, string>;
+  readonly nodeMarks: Readonly<Record<Fam, ReadonlyMap<string, number>>>;
+  readonly epoch: Readonly<Record<Fam, string>>;
+  readonly seed: number;
+  readonly cache: DesiredCache | undefined;
+}
+
+/** One Service's share of the table: its source-range sets, dispatch entries, slot tables
+ * and listener chains (rules wait for the slot maps' names). */
+function servicePart(f: ServiceForwarding, ctx: PartContext): ServicePart {
+  const { seed } = ctx;
+  const plan = f.plan;
+  const restricted = plan.sourceRanges.length > 0;
+  const sets: NftSet[] = [];
+  const dispatch: [Fam, string, string][] = [];
+  const contents: [string, Uint32Array][] = [];
+  const chains: ChainSpec[] = [];
+  for (const fam of FAMS) {
+    const vips = plan.vips.filter((v) => v.family === familyName(fam)).map((v) => ctx.canon(v.address));
+    if (vips.length === 0) continue;
+    const srcName = `src_${safeName(plan.service.replace("/", "."))}_${fam}`;
+    if (restricted)
+      sets.push({
+        name: srcName,
+        decl: intervalDecl(fam),
+        isMap: false,
+        elements: intervalElements(plan.sourceRanges, fam),
+      });
+    for (const l of f.listeners) {
+      const chain = listenerChainName(plan.service, l.protocol, l.port, fam);
+      for (const vip of vips)
+        if (vip !== undefined)
+          dispatch.push([fam, `${vip} . ${l.protocol.toLowerCase()} . ${l.port}`, `goto ${chain}`]);
+      const clientOnly = plan.sessionAffinity.type === "ClientIP";
+      const ref = (t: MaglevTable) =>
+        referrerFor(l, t, fam, ctx.nodeMarks[fam], ctx.epoch[fam], seed, ctx.cache);
+      const global = ref(l.table);
+      const zoneRefs: { set: string; ref: Referrer; size: number }[] = [];
+      for (const [zone, table] of [...l.zoneTables].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+        const set = ctx.zoneSet.get(`${zone}/${fam}`);
+        const r = ref(table);
+        if (set !== undefined && r !== undefined) zoneRefs.push({ set, ref: r, size: table.size });
+      }
+      const used = global === undefined ? [] : [...zoneRefs.map((z) => z.ref), global];
+      for (const r of used) contents.push([r.contentKey, r.marks]);
+      const ip = ipKey(fam);
+      chains.push({
+        name: chain,
+        refs: used.map((r) => r.contentKey),
+        build: (mapNames) => {
+          const rules: string[] = [];
+          if (restricted) rules.push(`${ip} saddr != @${srcName} drop`);
+          if (global === undefined) {
+            rules.push("drop");
+            return rules;
+          }
+          rules.push("ct mark @live meta mark set ct mark accept");
+          zoneRefs.forEach((z, i) => {
+            rules.push(
+              `${ip} saddr @${z.set} ct mark set ${hashExpression(fam, clientOnly, z.size, seed)} map @${mapNames[i]} meta mark set ct mark accept`,
+            );
+          });
+          rules.push(
+            `ct mark set ${hashExpression(fam, clientOnly, l.table.size, seed)} map @${mapNames[zoneRefs.length]} meta mark set ct mark accept`,
+          );
+          return rules;
+        },
+      });
+    }
+  }
+  return { sets, dispatch, contents, chains };
+}
+
+function markEpoch(nodeMarks: ReadonlyMap<string, number>): string {
+  return [...nodeMarks]
+    .map(([n, m]) => `${n}=${m}`)
+    .sort()
+    .join(",");
+}
+
+/** Marks per slot for one table and family; undefined when the table has no backend.
+ * A node's mark depends only on its address, so the result is remembered per table object
+ * for as long as the node → mark assignment (`epoch`) stays the same. */
 function referrerFor(
   l: ListenerForwarding,
   table: MaglevTable,
   fam: Fam,
-  marks: ReadonlyMap<string, number>,
+  nodeMarks: ReadonlyMap<string, number>,
+  epoch: string,
   seed: number,
   cache: DesiredCache | undefined,
 ): Referrer | undefined {
-  const addressOf = new Map(
-    l.backends.map((b) => {
-      const a = b.addresses[familyName(fam)];
-      return [b.node, a === undefined ? undefined : canonicalIp(a)] as const;
-    }),
-  );
-  const byIndex = table.backends.map((n) => {
-    const a = addressOf.get(n);
-    return a === undefined ? -1 : marks.get(a)!;
-  });
-  const byIndexKey = byIndex.join(",");
   const memo = cache?.referrers.get(table)?.get(fam);
-  if (memo && memo.byIndex === byIndexKey) return memo.ref;
+  if (memo && memo.epoch === epoch) return memo.ref;
+  const byIndex = table.backends.map((n) => nodeMarks.get(n) ?? -1);
   let t = table;
   let routableMarks = byIndex;
   if (byIndex.includes(-1)) {
-    const routable = l.backends.filter(
-      (b) => addressOf.get(b.node) !== undefined && table.backends.includes(b.node),
-    );
+    const routable = l.backends.filter((b) => nodeMarks.has(b.node) && table.backends.includes(b.node));
     t = maglevTable({
       backends: routable.map((b) => ({ name: b.node, weight: b.weight })),
       size: t.size,
       seed,
     });
-    routableMarks = t.backends.map((n) => marks.get(addressOf.get(n)!)!);
+    routableMarks = t.backends.map((n) => nodeMarks.get(n)!);
   }
   let ref: Referrer | undefined;
   if (t.backends.length > 0) {
@@ -293,7 +365,7 @@ function referrerFor(
   }
   if (cache) {
     const perFam = cache.referrers.get(table) ?? new Map();
-    perFam.set(fam, { byIndex: byIndexKey, ref });
+    perFam.set(fam, { epoch, ref });
     cache.referrers.set(table, perFam);
   }
   return ref;
