@@ -244,6 +244,7 @@ for (const local of [false, true]) {
       latencies.push(performance.now() - t);
       if (out.kind !== "ok") throw out.cause;
       sizes.push(out.bytes);
+      if (process.env.DEBUG_BENCH) console.log(i, out.kind === "ok" && out.mode, out.bytes);
     }
     await c.stop();
     const rss = process.resourceUsage().maxRSS / 1024;

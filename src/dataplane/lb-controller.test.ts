@@ -177,3 +177,19 @@ test("a failed transaction is retried as a full sync; invalid input keeps vanish
   assert.equal(removed.kind === "ok" && removed.mode, "incremental");
   assert.match(nft.scripts.at(-1)!, /delete chain inet passlb svc_edge.web_tcp80_4/);
 });
+
+test("health back to unknown after unhealthy is a change (the node serves again)", async () => {
+  const nft = new FakeNftApplier();
+  const health = new FakeHealth();
+  const { c } = controller(nft, { health });
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"), false, false);
+  await c.syncOnce();
+  const initial = new Map((await nft.dump("passlb"))!.sets.get("m1")!.elements);
+  health.states.set("node-a2", "unhealthy");
+  assert.equal((await c.syncOnce()).kind === "ok" && nft.scripts.length, 2);
+  health.states.delete("node-a2");
+  const back = await c.syncOnce();
+  assert.equal(back.kind === "ok" && back.mode, "incremental");
+  assert.deepEqual(new Map((await nft.dump("passlb"))!.sets.get("m1")!.elements), initial);
+});

@@ -261,7 +261,13 @@ export class LbController {
   }
 
   #desired(snapshot: Snapshot): NftState {
-    const { plans } = planSnapshot(snapshot, { previous: this.#plans }, this.#cache);
+    let { plans } = planSnapshot(snapshot, { previous: this.#plans }, this.#cache);
+    if (this.#plans.size === 0 && plans.length > 0) {
+      // first pass: plan once more with these plans as the previous ones, so the planner's
+      // memo (keyed on the previous plan) settles now rather than on the next change
+      this.#plans = new Map(plans.map((p) => [p.service, p]));
+      plans = planSnapshot(snapshot, { previous: this.#plans }, this.#cache).plans;
+    }
     const health = this.#o.health?.lookup ?? ALL_UNKNOWN;
     // equal Maglev inputs share one table object (Services on the same nodes), across passes
     const tables = new Map<string, MaglevTable>();
@@ -367,13 +373,15 @@ function sameMembers(a: LoadBalancerPlan, b: LoadBalancerPlan): boolean {
   return a.members.length === b.members.length && a.members.every((m, i) => m.node === b.members[i]!.node);
 }
 
+const STATE_CODE = { healthy: "h", unhealthy: "x", unknown: "?" } as const;
+
 /** Everything health says about a plan's members, as a string: equal → same forwarding. */
 function healthSignature(plan: LoadBalancerPlan, health: HealthLookup): string {
   let out = "";
   for (const check of plan.healthChecks)
     for (const m of plan.members) {
       const h = health(plan.service, check.id, m.node);
-      out += `${h.state[0]}${h.weight ?? ""};`;
+      out += `${STATE_CODE[h.state]}${h.weight ?? ""};`;
     }
   return out;
 }
