@@ -15,7 +15,7 @@
  * Addresses: nodes fd00:1::/64, VIPs fd00:10::/112 (ULA, nothing is sent anywhere).
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import type { HealthState } from "../src/dataplane/forwarding-state.ts";
@@ -124,6 +124,24 @@ function makeSnapshot(local: boolean): Snapshot {
   };
 }
 
+// `--write-manifests DIR [--local]`: write the generated cluster as JSON manifests (for
+// measuring `passlb lb --once` itself with /usr/bin/time) and stop.
+const writeTo = process.argv.indexOf("--write-manifests");
+if (writeTo >= 0) {
+  const dir = process.argv[writeTo + 1]!;
+  const snap = makeSnapshot(process.argv.includes("--local"));
+  const { config, ...objects } = snap;
+  const items = [
+    { apiVersion: "passlb.io/v1alpha1", kind: "PasslbConfig", metadata: { name: "default" }, spec: config },
+    ...objects.nodes,
+    ...objects.services,
+    ...objects.endpointSlices,
+  ];
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}/cluster.json`, JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+  process.exit(0);
+}
+
 function nftIn(ns: string, script: string): number {
   const t = performance.now();
   execFileSync("ip", ["netns", "exec", ns, "nft", "-f", "-"], { input: script });
@@ -214,7 +232,10 @@ for (const local of [false, true]) {
     const maps = [...c.current!.sets.keys()].filter((n) => /^m\d+$/.test(n)).length;
     const reapplyMs = nftIn(ns, fullScript); // the same transaction again: nft's share
     // baselines
-    const emptyMs = nftIn(ns, "add table inet e\ndelete table inet e\nadd table inet e\n");
+    const emptyRuns: number[] = [];
+    for (let i = 0; i < 20; i++)
+      emptyRuns.push(nftIn(ns, "add table inet e\ndelete table inet e\nadd table inet e\n"));
+    const emptyMs = pct(emptyRuns, 0.5);
     const plain = ["add table inet b", "add set inet b s { type mark; }"];
     for (let k = 0; k < elements; k += 1024) {
       const chunk: string[] = [];
@@ -224,6 +245,7 @@ for (const local of [false, true]) {
     const plainMs = nftIn(ns, `${plain.join("\n")}\n`);
     // incremental
     const latencies: number[] = [];
+    const cpus: number[] = [];
     const sizes: number[] = [];
     let current = snapshot;
     for (let i = 0; i < CHANGES; i++) {
@@ -240,8 +262,11 @@ for (const local of [false, true]) {
         c.setSnapshot(current, false, false);
       }
       const t = performance.now();
+      const cpu = process.cpuUsage();
       const out = await c.syncOnce();
       latencies.push(performance.now() - t);
+      const used = process.cpuUsage(cpu);
+      cpus.push((used.user + used.system) / 1000);
       if (out.kind !== "ok") throw out.cause;
       sizes.push(out.bytes);
       if (process.env.DEBUG_BENCH) console.log(i, out.kind === "ok" && out.mode, out.bytes);
@@ -260,7 +285,7 @@ for (const local of [false, true]) {
       `| kernel slab delta after the full sync | ${slab} kB (${((slab * 1024) / SERVICES).toFixed(0)} B per Service) |`,
     );
     console.log(
-      `| baseline: empty-table transaction | ${ms(emptyMs)} (full sync = ${(fullMs / emptyMs).toFixed(0)}×) |`,
+      `| baseline: empty-table transaction (median of 20; p99 ${ms(pct(emptyRuns, 0.99))}) | ${ms(emptyMs)} (full sync = ${(fullMs / emptyMs).toFixed(0)}×) |`,
     );
     console.log(
       `| baseline: plain set of ${elements} marks | ${ms(plainMs)} (nft share of full sync = ${(reapplyMs / plainMs).toFixed(2)}× the plain set) |`,
