@@ -3,18 +3,28 @@
  * as arguments, so tests run the real command in-process.
  */
 import { Command } from "commander";
+import { registerAgentCommand } from "./agent-command.ts";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
 import { registerLbCommand } from "./lb-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
+import { registerProbeCommand } from "./probe-command.ts";
+import { type HostFacts, registerUpCommand } from "./up-command.ts";
 
-const NEVER_STOP = () => new AbortController().signal;
+/** A signal that fires when the process is asked to stop (SIGINT/SIGTERM in main.ts);
+ * long-running commands call it once. Tests pass their own. */
+export type ShutdownSignal = () => AbortSignal;
+
+const NEVER: ShutdownSignal = () => new AbortController().signal;
+
+/** What tests get unless they say otherwise: not a terminal, not root, no nft. */
+const PLAIN_HOST: HostFacts = { stdoutIsTTY: false, isRoot: false, hasNft: () => false };
 
 export function buildProgram(
   io: CliIo,
   setExitCode: (code: number) => void,
-  /** fires on shutdown (SIGINT/SIGTERM, installed by main.ts) for commands that run until stopped */
-  shutdownSignal: () => AbortSignal = NEVER_STOP,
+  shutdownSignal: ShutdownSignal = NEVER,
+  host: HostFacts = PLAIN_HOST,
 ): Command {
   const program = new Command("passlb")
     .description("Cloud-grade passthrough load balancing for Kubernetes type: LoadBalancer Services")
@@ -23,6 +33,9 @@ export function buildProgram(
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
   registerEndpointSlicesCommand(program, io, setExitCode);
-  registerLbCommand(program, io, setExitCode, shutdownSignal);
+  registerAgentCommand(program, io, setExitCode, shutdownSignal);
+  registerProbeCommand(program, io, setExitCode, shutdownSignal);
+  registerUpCommand(program, io, setExitCode, { shutdownSignal, ...host });
+  registerLbCommand(program, io, setExitCode, { shutdownSignal, ...host });
   return program;
 }
