@@ -95,13 +95,14 @@ export async function runNftablesLb(
   // health: the prober plugs in as one HealthSource (members are `unknown`, i.e. serving,
   // until probed; --no-probe keeps them so)
   const listeners = new Set<() => void>();
-  const prober = flags.probe
-    ? new HttpProber({
-        onChange: () => {
-          for (const l of listeners) l();
-        },
-      })
-    : undefined;
+  const prober =
+    flags.probe && !flags.once
+      ? new HttpProber({
+          onChange: () => {
+            for (const l of listeners) l();
+          },
+        })
+      : undefined;
   const health: HealthSource | undefined = prober && {
     lookup: prober.lookup,
     subscribe: (listener) => {
