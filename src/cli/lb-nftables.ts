@@ -19,7 +19,7 @@ import { PasslbError } from "../errors.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { planSnapshot } from "../plan/planner.ts";
-import { HttpProber } from "../quickstart/http-prober.ts";
+import { ProberHealth } from "../quickstart/prober-health.ts";
 import type { CliIo } from "./load-input.ts";
 
 export interface NftLbFlags {
@@ -97,7 +97,7 @@ export async function runNftablesLb(
   const listeners = new Set<() => void>();
   const prober =
     flags.probe && !flags.once
-      ? new HttpProber({
+      ? new ProberHealth({
           onChange: () => {
             for (const l of listeners) l();
           },
