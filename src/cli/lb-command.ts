@@ -2,8 +2,8 @@
  * `passlb lb -f DIR --dataplane userspace|auto`: the LB host. Plans the Services (with
  * `ipMode: Proxy`, as Kubernetes defines it for a proxying LB), probes the member nodes
  * and runs the userspace proxy on every VIP:port until stopped. `--loopback` applies the
- * quickstart's loopback rewrite first. The nftables data plane is the nft branch's; this
- * command says so when auto or the request would pick it.
+ * quickstart's loopback rewrite first. With `--dataplane nftables` (or auto as root with
+ * nft) the kernel data plane runs instead (lb-nftables.ts, docs/dataplane-nftables.md).
  */
 import type { Command } from "commander";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
@@ -13,11 +13,12 @@ import { planSnapshot } from "../plan/planner.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
 import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
+import { addNftablesOptions, type NftLbFlags, runNftablesLb } from "./lb-nftables.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
 import type { RunEnv } from "./up-command.ts";
 
-interface LbOptions extends ObservabilityFlags {
+interface LbOptions extends NftLbFlags, ObservabilityFlags {
   filename: string[];
   dataplane: string;
   proxyProtocol?: boolean;
@@ -44,29 +45,36 @@ export function registerLbCommand(
     .option("--proxy-protocol", "send PROXY protocol v2 to the nodes")
     .option("--loopback", "apply the loopback rewrite of passlb up (docs/quickstart.md)")
     .option("--duration <seconds>", "stop by itself after this many seconds");
-  addObservabilityOptions(command, "127.0.0.1:9797").action(async (opts: LbOptions) => {
+  addNftablesOptions(command);
+  addObservabilityOptions(command, "127.0.0.1:9797");
+  command.action(async (opts: LbOptions) => {
     const requested = opts.dataplane as DataplaneRequest;
     const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: env.hasNft(), requested });
-    if (!choice.ok || choice.dataplane !== "userspace") {
-      io.stderr(
-        `error: ${choice.ok ? `${choice.reason}: the nftables data plane is not in this build; use --dataplane userspace` : choice.reason}\n`,
-      );
+    if (!choice.ok) {
+      io.stderr(`error: ${choice.reason}\n`);
       setExitCode(1);
-      return;
-    }
-    const loaded = await loadSnapshot(opts.filename, io);
-    if (!loaded) {
-      setExitCode(2);
       return;
     }
     const obs = await startObservability(opts, {
       io,
       process: "passlb lb",
       component: "lb",
-      dataplane: "userspace",
+      dataplane: choice.dataplane,
     });
     if (typeof obs === "string") {
       io.stderr(`error: ${obs}\n`);
+      setExitCode(2);
+      return;
+    }
+    if (choice.dataplane === "nftables") {
+      io.stderr(`passlb lb: data plane nftables (${choice.reason})\n`);
+      setExitCode(await runNftablesLb(opts, io, env.shutdownSignal, obs));
+      await obs.close();
+      return;
+    }
+    const loaded = await loadSnapshot(opts.filename, io);
+    if (!loaded) {
+      await obs.close();
       setExitCode(2);
       return;
     }
