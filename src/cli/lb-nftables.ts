@@ -99,6 +99,7 @@ export async function runNftablesLb(
   const changed = () => {
     pendingSince ??= performance.now();
   };
+  let lastNote = "";
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
     if (!obs) return;
@@ -112,8 +113,10 @@ export async function runNftablesLb(
     } else if (e.kind === "sync_failed") {
       obs.metrics.reconcile("lb", "retry");
       obs.observer.note({ event: "sync_failed", severity: "warning", message: describe(e) });
-    } else if (e.kind !== "adopted") {
-      obs.observer.note({ event: e.kind, severity: "warning", message: describe(e) });
+    } else if (e.kind !== "adopted" && describe(e) !== lastNote) {
+      // a retried failure repeats its message: one event until it changes
+      lastNote = describe(e);
+      obs.observer.note({ event: e.kind, severity: "warning", message: lastNote });
     }
   };
   // health: the prober plugs in as one HealthSource (members are `unknown`, i.e. serving,
