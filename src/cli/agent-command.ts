@@ -72,149 +72,150 @@ export function registerAgentCommand(
     .option(
       "--proxy-protocol",
       "userspace: send PROXY v2 to pods (a PROXY v2 header from the LB is always read)",
-    );
-  // kube-proxy's metrics address (--metrics-bind-address) is 127.0.0.1:10249: same place
-  addObservabilityOptions(command, "127.0.0.1:10249").action(async (opts: AgentOptions) => {
-    const healthz = parseBindAddress(opts.healthzBindAddress);
-    const syncSeconds = Number(opts.syncPeriod);
-    const serviceHost = opts.bindAddress;
-    if (!opts.manifests) {
-      io.stderr("error: --manifests DIR is required (reading a cluster is not implemented yet)\n");
-      return setExitCode(2);
-    }
-    if (!healthz) {
-      io.stderr(`error: --healthz-bind-address ${opts.healthzBindAddress}: expected host:port\n`);
-      return setExitCode(2);
-    }
-    if (serviceHost !== undefined && canonicalIp(serviceHost) === undefined) {
-      io.stderr(`error: --bind-address ${serviceHost}: expected an IP address\n`);
-      return setExitCode(2);
-    }
-    if (!(syncSeconds > 0)) {
-      io.stderr(`error: --sync-period ${opts.syncPeriod}: expected a positive number of seconds\n`);
-      return setExitCode(2);
-    }
-    if (opts.dataplane !== "none" && opts.dataplane !== "userspace") {
-      io.stderr(
-        `error: --dataplane ${opts.dataplane}: expected none or userspace (nftables is passlb lb's)\n`,
-      );
-      return setExitCode(2);
-    }
-    const obs = await startObservability(opts, {
-      io,
-      process: "passlb agent",
-      component: "agent",
-      dataplane: opts.dataplane,
-    });
-    if (typeof obs === "string") {
-      io.stderr(`error: ${obs}\n`);
-      return setExitCode(2);
-    }
-    await obs.serve();
-    const log = (line: string, event = "agent", reason?: string) =>
-      obs.logger.log("info", { event, reason, node: opts.node }, line);
-    const signal = shutdownSignal();
-    let proxy: NodeProxy | undefined;
-    const servers = new HealthServers({
-      clock: realClock(),
-      healthz,
-      serviceHost,
-      healthTimeoutMs: 2 * syncSeconds * 1000,
-      onFinding: (f) => obs.observer.finding(f),
-    });
-    let families: readonly IpFamily[] = ["IPv4"];
-    let lastGood: Snapshot | undefined;
-    let lastReport = "";
-    let lastFindings = "";
-    let lastEligibility = "";
-    const source = new ManifestFolderSource({
-      path: opts.manifests,
-      rereadMs: syncSeconds * 1000,
-      debounceMs: DEBOUNCE_MS,
-    });
-    await source.start({
-      onChange: () => {
-        for (const f of families) servers.markQueued(f);
-      },
-      onRead: async (read) => {
-        const report = read.ok ? "" : read.problems.join("\n  ");
-        if (report !== lastReport) {
-          lastReport = report;
-          if (read.ok) log("the manifests are valid again", "input_read", "valid");
-          else
-            log(
-              `the manifests have problems; ${lastGood ? "keeping the last good state" : "no good state yet"}:\n  ${report}`,
-              "input_read",
-              "invalid",
-            );
-        }
-        if (!read.ok) {
-          // First start with a broken folder: serve what an unknown node answers.
-          if (!lastGood) await servers.update(agentHealthModel(emptySnapshot(), opts.node));
-          return;
-        }
-        lastGood = read.snapshot;
-        const model = agentHealthModel(read.snapshot, opts.node);
-        const findings = model.findings
-          .map((f) => `${f.severity} ${f.code} ${f.subject}: ${f.message}`)
-          .join("\n");
-        const eligibility = model.nodeEligible
-          ? `Node ${opts.node} is eligible`
-          : `Node ${opts.node} is not eligible (/healthz answers 503): ${model.ineligibleReason}`;
-        if (eligibility !== lastEligibility) {
-          lastEligibility = eligibility;
-          log(eligibility, "node_eligibility", model.nodeEligible ? "eligible" : "ineligible");
-        }
-        if (findings !== lastFindings) {
-          lastFindings = findings;
-          obs.observer.setFindings(model.findings);
-        }
-        families = model.families;
-        await servers.update(model);
-        if (opts.dataplane === "userspace") {
-          const snap = opts.loopback ? loopbackSnapshot(read.snapshot).snapshot : read.snapshot;
-          const address =
-            serviceHost ??
-            snap.nodes
-              .find((n) => n.metadata.name === opts.node)
-              ?.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
-          if (address && !proxy) {
-            proxy = new NodeProxy({
-              node: opts.node,
-              address,
-              seed: 0x5eed,
-              acceptProxyProtocol: true,
-              sendProxyProtocol: opts.proxyProtocol ?? false,
-              serveHealth: false,
-            });
-            log(`userspace data plane: nodePorts on ${address}`, "dataplane_started");
+    )
+    .action(async (opts: AgentOptions) => {
+      const healthz = parseBindAddress(opts.healthzBindAddress);
+      const syncSeconds = Number(opts.syncPeriod);
+      const serviceHost = opts.bindAddress;
+      if (!opts.manifests) {
+        io.stderr("error: --manifests DIR is required (reading a cluster is not implemented yet)\n");
+        return setExitCode(2);
+      }
+      if (!healthz) {
+        io.stderr(`error: --healthz-bind-address ${opts.healthzBindAddress}: expected host:port\n`);
+        return setExitCode(2);
+      }
+      if (serviceHost !== undefined && canonicalIp(serviceHost) === undefined) {
+        io.stderr(`error: --bind-address ${serviceHost}: expected an IP address\n`);
+        return setExitCode(2);
+      }
+      if (!(syncSeconds > 0)) {
+        io.stderr(`error: --sync-period ${opts.syncPeriod}: expected a positive number of seconds\n`);
+        return setExitCode(2);
+      }
+      if (opts.dataplane !== "none" && opts.dataplane !== "userspace") {
+        io.stderr(
+          `error: --dataplane ${opts.dataplane}: expected none or userspace (nftables is passlb lb's)\n`,
+        );
+        return setExitCode(2);
+      }
+      const obs = await startObservability(opts, {
+        io,
+        process: "passlb agent",
+        component: "agent",
+        dataplane: opts.dataplane,
+      });
+      if (typeof obs === "string") {
+        io.stderr(`error: ${obs}\n`);
+        return setExitCode(2);
+      }
+      await obs.serve();
+      const log = (line: string, event = "agent", reason?: string) =>
+        obs.logger.log("info", { event, reason, node: opts.node }, line);
+      const signal = shutdownSignal();
+      let proxy: NodeProxy | undefined;
+      const servers = new HealthServers({
+        clock: realClock(),
+        healthz,
+        serviceHost,
+        healthTimeoutMs: 2 * syncSeconds * 1000,
+        onFinding: (f) => obs.observer.finding(f),
+      });
+      let families: readonly IpFamily[] = ["IPv4"];
+      let lastGood: Snapshot | undefined;
+      let lastReport = "";
+      let lastFindings = "";
+      let lastEligibility = "";
+      const source = new ManifestFolderSource({
+        path: opts.manifests,
+        rereadMs: syncSeconds * 1000,
+        debounceMs: DEBOUNCE_MS,
+      });
+      await source.start({
+        onChange: () => {
+          for (const f of families) servers.markQueued(f);
+        },
+        onRead: async (read) => {
+          const report = read.ok ? "" : read.problems.join("\n  ");
+          if (report !== lastReport) {
+            lastReport = report;
+            if (read.ok) log("the manifests are valid again", "input_read", "valid");
+            else
+              log(
+                `the manifests have problems; ${lastGood ? "keeping the last good state" : "no good state yet"}:\n  ${report}`,
+                "input_read",
+                "invalid",
+              );
           }
-          if (!address)
-            log(
-              `userspace data plane: Node ${opts.node} has no InternalIP; pass --bind-address`,
-              "dataplane_not_started",
-              "no_address",
-            );
-          for (const e of (await proxy?.update(nodePortRoutes(snap, opts.node))) ?? [])
-            obs.logger.log("error", { event: "dataplane_update", reason: "failed", node: opts.node }, e);
-        }
-        for (const f of families) servers.markUpdated(f);
-      },
+          if (!read.ok) {
+            // First start with a broken folder: serve what an unknown node answers.
+            if (!lastGood) await servers.update(agentHealthModel(emptySnapshot(), opts.node));
+            return;
+          }
+          lastGood = read.snapshot;
+          const model = agentHealthModel(read.snapshot, opts.node);
+          const findings = model.findings
+            .map((f) => `${f.severity} ${f.code} ${f.subject}: ${f.message}`)
+            .join("\n");
+          const eligibility = model.nodeEligible
+            ? `Node ${opts.node} is eligible`
+            : `Node ${opts.node} is not eligible (/healthz answers 503): ${model.ineligibleReason}`;
+          if (eligibility !== lastEligibility) {
+            lastEligibility = eligibility;
+            log(eligibility, "node_eligibility", model.nodeEligible ? "eligible" : "ineligible");
+          }
+          if (findings !== lastFindings) {
+            lastFindings = findings;
+            obs.observer.setFindings(model.findings);
+          }
+          families = model.families;
+          await servers.update(model);
+          if (opts.dataplane === "userspace") {
+            const snap = opts.loopback ? loopbackSnapshot(read.snapshot).snapshot : read.snapshot;
+            const address =
+              serviceHost ??
+              snap.nodes
+                .find((n) => n.metadata.name === opts.node)
+                ?.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+            if (address && !proxy) {
+              proxy = new NodeProxy({
+                node: opts.node,
+                address,
+                seed: 0x5eed,
+                acceptProxyProtocol: true,
+                sendProxyProtocol: opts.proxyProtocol ?? false,
+                serveHealth: false,
+              });
+              log(`userspace data plane: nodePorts on ${address}`, "dataplane_started");
+            }
+            if (!address)
+              log(
+                `userspace data plane: Node ${opts.node} has no InternalIP; pass --bind-address`,
+                "dataplane_not_started",
+                "no_address",
+              );
+            for (const e of (await proxy?.update(nodePortRoutes(snap, opts.node))) ?? [])
+              obs.logger.log("error", { event: "dataplane_update", reason: "failed", node: opts.node }, e);
+          }
+          for (const f of families) servers.markUpdated(f);
+        },
+      });
+      const where = servers.addresses();
+      log(
+        `serving /healthz and /livez on ${opts.healthzBindAddress}${where.healthz ? "" : " (not yet: see above)"}; ` +
+          `${where.services.size} Service health server(s)`,
+        "serving",
+      );
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        else signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      await source.close();
+      await proxy?.close();
+      await servers.close();
+      await obs.close();
+      log("stopped", "stopped");
     });
-    const where = servers.addresses();
-    log(
-      `serving /healthz and /livez on ${opts.healthzBindAddress}${where.healthz ? "" : " (not yet: see above)"}; ` +
-        `${where.services.size} Service health server(s)`,
-      "serving",
-    );
-    await new Promise<void>((resolve) => {
-      if (signal.aborted) resolve();
-      else signal.addEventListener("abort", () => resolve(), { once: true });
-    });
-    await source.close();
-    await proxy?.close();
-    await servers.close();
-    await obs.close();
-    log("stopped", "stopped");
-  });
+  // kube-proxy's metrics address (--metrics-bind-address) is 127.0.0.1:10249: same place
+  addObservabilityOptions(command, "127.0.0.1:10249");
 }
