@@ -1,5 +1,5 @@
 /**
- * The node agent's DNAT rules and their nft text, from examples/quickstart plus a few
+ * The node agent's DNAT rules and their nft text, from a copy of examples/quickstart (quickstart.yaml, frozen here so the example can evolve) plus a few
  * extra objects (test/fixtures/lab/agent/extra.yaml): goldens per node, the eTP rules
  * spelled out, and — when root with nft — every golden accepted by `nft --check` in a
  * throwaway network namespace.
@@ -18,7 +18,7 @@ const FIXTURES = "test/fixtures/lab/agent";
 const NODES = ["node-a1", "node-b2", "node-c1"];
 
 async function snapshot(): Promise<Snapshot> {
-  const read = await readManifests(["examples/quickstart", `${FIXTURES}/extra.yaml`], async () => "");
+  const read = await readManifests([`${FIXTURES}/quickstart.yaml`, `${FIXTURES}/extra.yaml`], async () => "");
   const decoded = decodeDocuments(read.documents);
   assert.deepEqual(decoded.problems, []);
   return decoded.snapshot;
