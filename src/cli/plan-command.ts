@@ -5,6 +5,7 @@
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
+import { slicesForSnapshot } from "../endpoints/snapshot-slices.ts";
 import { renderPlansText } from "../plan/plan-text.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
@@ -53,8 +54,15 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       io.stderr(`error: --provider must be passlb, gke or azure (got "${opts.provider}")\n`);
       return setExitCode(2);
     }
-    const snapshot = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
-    if (!snapshot) return setExitCode(2);
+    const given = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
+    if (!given) return setExitCode(2);
+    // Standalone mode: Services with a selector and no slices in the input get the slices
+    // the EndpointSlice controller would write from the Pods (and mirrored ones from Endpoints).
+    const computed = slicesForSnapshot(given);
+    for (const f of computed.findings)
+      if (f.severity !== "info" || format === "text")
+        io.stderr(`${f.severity}: ${f.subject}: ${f.message} [${f.code}]\n`);
+    const snapshot = { ...given, endpointSlices: computed.endpointSlices };
     const view = { output: format, explain: opts.explain ?? false };
     if (opts.provider === "gke") return setExitCode(runGke(snapshot, opts, view, io));
     if (opts.provider === "azure") return setExitCode(runAzure(snapshot, opts, view, io));

@@ -3,6 +3,7 @@
  * as arguments, so tests run the real command in-process.
  */
 import { Command } from "commander";
+import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
 
@@ -13,5 +14,6 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
+  registerEndpointSlicesCommand(program, io, setExitCode);
   return program;
 }

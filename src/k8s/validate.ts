@@ -195,7 +195,10 @@ export function validateEndpointSlice(slice: EndpointSlice): FieldProblem[] {
       if (!ip || ip.family !== slice.addressType)
         add(["endpoints", i, "addresses", j], `"${a}" is not a valid ${slice.addressType} address`);
       else if (isSpecialPurposeEndpointIp(ip))
-        add(["endpoints", i, "addresses", j], `"${a}" may not be unspecified, loopback or link-local`);
+        add(
+          ["endpoints", i, "addresses", j],
+          `"${a}" may not be unspecified, loopback, link-local or link-local multicast (ValidateEndpointIP)`,
+        );
     });
     if (ep.hostname) {
       const e = dns1123Label(ep.hostname);

@@ -17,6 +17,7 @@ import type { Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
 import { formatIp, type IpAddress, type IpFamily, parseIp } from "../net/ip.ts";
 import { type AddressPool, poolAdmits, poolContains } from "./address-pools.ts";
+import type { PlanIssueCode } from "./issue-codes.ts";
 import type { PlanIssue, Vip } from "./load-balancer-plan.ts";
 
 export const REQUESTED_IPS_ANNOTATION = "passlb.io/load-balancer-ips";
@@ -55,7 +56,7 @@ interface ServiceState {
   readonly issues: PlanIssue[];
   readonly wanted: ReturnType<typeof wantedFamilies>;
   /** why auto-assignment found nothing for a family */
-  readonly failures: Map<IpFamily, { code: string; message: string }>;
+  readonly failures: Map<IpFamily, { code: PlanIssueCode; message: string }>;
 }
 
 const ipKey = (ip: IpAddress) => `${ip.family}|${ip.value}`;
@@ -124,7 +125,7 @@ export function assignVips(
       source: shared && source === "allocated" ? "shared" : source,
     });
   };
-  const issue = (svc: Service, code: string, severity: PlanIssue["severity"], message: string) =>
+  const issue = (svc: Service, code: PlanIssueCode, severity: PlanIssue["severity"], message: string) =>
     state
       .get(objectKey(svc.metadata))
       ?.issues.push({ code, severity, subject: `Service ${objectKey(svc.metadata)}`, message });

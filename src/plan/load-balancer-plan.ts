@@ -5,12 +5,14 @@
  */
 import type { Protocol } from "../k8s/objects.ts";
 import type { IpFamily } from "../net/ip.ts";
+import type { PlanIssueCode } from "./issue-codes.ts";
 
 export type Severity = "error" | "warning" | "info";
 
-/** A planner finding. Codes are stable snake_case (docs/issues.md lists them). */
+/** A planner finding. Codes are stable snake_case, catalogued in issue-codes.ts and
+ * docs/plan.md. */
 export interface PlanIssue {
-  readonly code: string;
+  readonly code: PlanIssueCode;
   readonly severity: Severity;
   /** what it is about: `Service ns/name`, `Node n1`, `Pool default` */
   readonly subject: string;

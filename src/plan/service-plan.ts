@@ -21,6 +21,7 @@ import { formatCidr, parseCidr } from "../net/ip.ts";
 import { azureListenerChecks, hasAzureProbeAnnotations, noLbRulePorts } from "./azure-listener-checks.ts";
 import { clusterHealthCheck, localHealthCheck } from "./health-checks.ts";
 import type { VipAssignment } from "./ipam.ts";
+import type { PlanIssueCode } from "./issue-codes.ts";
 import {
   type Backend,
   type HealthCheck,
@@ -52,7 +53,7 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   const key = objectKey(svc.metadata);
   const subject = `Service ${key}`;
   const issues: PlanIssue[] = [...input.vips.issues];
-  const issue = (code: string, severity: PlanIssue["severity"], message: string) =>
+  const issue = (code: PlanIssueCode, severity: PlanIssue["severity"], message: string) =>
     issues.push({ code, severity, subject, message });
 
   const etp = svc.spec.externalTrafficPolicy ?? "Cluster";
