@@ -4,6 +4,7 @@
  */
 import { Command } from "commander";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
+import { registerLabCommand } from "./lab-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
 
@@ -15,5 +16,6 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
   registerEndpointSlicesCommand(program, io, setExitCode);
+  registerLabCommand(program, io, setExitCode);
   return program;
 }

@@ -15,18 +15,21 @@ export interface AgentNft {
   readonly remove: () => Promise<void>;
 }
 
-export function agentNft(nftPath = "nft"): AgentNft {
+/** `command` is how to run nft: `["nft"]`, or e.g. `["ip", "netns", "exec", NS, "nft"]`. */
+export function agentNft(command: readonly string[] = ["nft"]): AgentNft {
   return {
-    apply: (script) => runNft(nftPath, ["-f", "-"], script),
-    check: (script) => runNft(nftPath, ["--check", "-f", "-"], script),
+    apply: (script) => runNft(command, ["-f", "-"], script),
+    check: (script) => runNft(command, ["--check", "-f", "-"], script),
     remove: () =>
-      runNft(nftPath, ["-f", "-"], `table inet ${AGENT_TABLE}\ndelete table inet ${AGENT_TABLE}\n`),
+      runNft(command, ["-f", "-"], `table inet ${AGENT_TABLE}\ndelete table inet ${AGENT_TABLE}\n`),
   };
 }
 
-export function runNft(nftPath: string, args: readonly string[], stdin: string): Promise<void> {
+export function runNft(command: readonly string[], args: readonly string[], stdin: string): Promise<void> {
+  const [nftPath, ...prefix] = command;
+  if (nftPath === undefined) throw new Error("runNft: empty command");
   return new Promise((resolve, reject) => {
-    const child = spawn(nftPath, args, { stdio: ["pipe", "ignore", "pipe"] });
+    const child = spawn(nftPath, [...prefix, ...args], { stdio: ["pipe", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.setEncoding("utf8");
     child.stderr.on("data", (d: string) => {
