@@ -20,7 +20,8 @@ import type { CliIo } from "./load-input.ts";
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 interface CommonOptions {
-  file: string;
+  file?: string;
+  name?: string;
   stateDir?: string;
 }
 
@@ -30,7 +31,8 @@ export function registerLabCommand(program: Command, io: CliIo, setExitCode: (co
     .description("a small datacenter in network namespaces: clients, an LB host, nodes and pods (root)");
   const common = (c: Command) =>
     c
-      .requiredOption("-f, --file <topology.yaml>", "the lab's topology file")
+      .option("-f, --file <topology.yaml>", "the lab's topology file")
+      .option("--name <lab>", "the lab's name, instead of -f (down, status, exec, route)")
       .option("--state-dir <dir>", "state, logs and manifests (default /run/passlb-lab when root)");
   const fail = (e: unknown) => {
     io.stderr(`error: ${(e as Error).message}\n`);
@@ -38,14 +40,15 @@ export function registerLabCommand(program: Command, io: CliIo, setExitCode: (co
   };
   const prepare = (o: CommonOptions, extra: Partial<LabOptions> = {}) => {
     if (process.getuid?.() !== 0) throw new Error("the lab needs root (network namespaces, nft)");
-    const { topology } = readTopologyFile(o.file);
+    if (!o.file && !o.name) throw new Error("pass -f topology.yaml or --name LAB");
+    const name = o.name ?? readTopologyFile(o.file!).topology.name;
     const options: LabOptions = {
       repoRoot: REPO_ROOT,
       stateRoot: o.stateDir ?? defaultStateRoot(REPO_ROOT),
       log: (line) => io.stderr(`passlb lab: ${line}\n`),
       ...extra,
     };
-    return { name: topology.name, options };
+    return { name, options };
   };
 
   common(lab.command("up"))
@@ -69,9 +72,10 @@ export function registerLabCommand(program: Command, io: CliIo, setExitCode: (co
           agentArgs: dataplane ? ["--dataplane=nftables"] : [],
           lbArgs: ["--dataplane=nftables"],
         });
+        if (!o.file) throw new Error("up needs -f topology.yaml");
         const state = await labUp(o.file, options);
         io.stdout(`lab ${state.name} is up; state in ${state.stateDir}\n`);
-        io.stdout(statusText(o, options));
+        io.stdout(statusText(state.name, options));
       } catch (e) {
         fail(e);
       }
@@ -93,8 +97,8 @@ export function registerLabCommand(program: Command, io: CliIo, setExitCode: (co
     .description("hosts, addresses and whether each process is alive")
     .action((o: CommonOptions) => {
       try {
-        const { options } = prepare(o);
-        io.stdout(statusText(o, options));
+        const { name, options } = prepare(o);
+        io.stdout(statusText(name, options));
       } catch (e) {
         fail(e);
       }
@@ -145,9 +149,8 @@ export function registerLabCommand(program: Command, io: CliIo, setExitCode: (co
     });
 }
 
-function statusText(o: CommonOptions, options: LabOptions): string {
-  const { topology } = readTopologyFile(o.file);
-  const s = labStatus(topology.name, options);
+function statusText(name: string, options: LabOptions): string {
+  const s = labStatus(name, options);
   if (!s.state) return `lab ${s.name}: not up (${s.namespaces.length} leftover namespaces)\n`;
   const rows: string[] = [];
   const l = s.state.layout;

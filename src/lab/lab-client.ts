@@ -9,7 +9,7 @@
  *           start time, pod and outcome (for "stops getting new connections within…");
  *   hold    --connections long-lived TCP connections, each sending a line every
  *           --interval ms for --duration ms and checking the echo: which pod each one
- *           was on and whether it failed (reset, timeout, wrong echo).
+ *           was on and whether it failed (reset, an echo 2 s late, a wrong echo).
  *
  * A lab process (run with `passlb lab exec CLIENT -- node --import tsx …` or by the e2e
  * tests); every loop is bounded in count and time.
@@ -34,6 +34,8 @@ const { values } = parseArgs({
 
 const MAX_COUNT = 100_000;
 const MAX_DURATION_MS = 120_000;
+/** hold: a ping unanswered this long is a stalled connection */
+const STALL_MS = 2000;
 const timeoutMs = Math.min(Number(values.timeout), 10_000);
 
 function splitTarget(text: string | undefined): { host: string; port: number } {
@@ -173,6 +175,7 @@ async function hold(host: string, port: number): Promise<object> {
       let pings = 0;
       let expected = "";
       let finished = false;
+      let sentAt = 0;
       let ticker: ReturnType<typeof setInterval> | undefined;
       const finish = (error: string | undefined) => {
         if (finished) return;
@@ -182,7 +185,14 @@ async function hold(host: string, port: number): Promise<object> {
         sock.destroy();
         resolve({ pod: greeting?.pod, node: greeting?.node, ok: error === undefined, error, pings });
       };
-      const stopper = setTimeout(() => finish(expected === "" ? undefined : "ETIMEDOUT"), duration);
+      // At the end, stop pinging and give the last ping its interval to come back.
+      let stopping = false;
+      const stopper = setTimeout(() => {
+        stopping = true;
+        if (ticker) clearInterval(ticker);
+        if (expected === "") return finish(undefined);
+        setTimeout(() => finish(expected === "" ? undefined : "ETIMEDOUT"), STALL_MS);
+      }, duration);
       sock.on("data", (d: string) => {
         buf += d;
         if (!greeting) {
@@ -191,8 +201,13 @@ async function hold(host: string, port: number): Promise<object> {
           greeting = parseGreeting(buf.slice(0, nl));
           buf = buf.slice(nl + 1);
           ticker = setInterval(() => {
-            if (expected !== "") return finish("ETIMEDOUT"); // the last ping got no echo
+            if (expected !== "") {
+              // the last ping has no echo yet: a stall once it is 2 s old
+              if (Date.now() - sentAt > STALL_MS) finish("ETIMEDOUT");
+              return;
+            }
             expected = `ping ${++pings}\n`;
+            sentAt = Date.now();
             sock.write(expected);
           }, interval);
         }
@@ -200,6 +215,7 @@ async function hold(host: string, port: number): Promise<object> {
           if (buf.slice(0, expected.length) !== expected) return finish("EBADMSG");
           buf = buf.slice(expected.length);
           expected = "";
+          if (stopping) finish(undefined);
         }
       });
       sock.on("error", (e) => finish(code(e)));

@@ -40,6 +40,7 @@ export interface LabPod extends LabHost {
 
 export interface LabNode extends LabHost {
   readonly role: "node";
+  readonly excludeFromLoadBalancers: boolean;
   readonly pods: readonly LabPod[];
 }
 
@@ -127,6 +128,7 @@ export function labLayout(t: Topology): LabLayout {
         zone: zone.name,
         ipv4: `198.51.100.${digits}`,
         ipv6: `fd00:198:51:100::${digits}`,
+        excludeFromLoadBalancers: n.excludeFromLoadBalancers,
         pods: nodePods,
       });
     });
@@ -204,8 +206,9 @@ function buildCommands(
       const veth = `plbp${j}`;
       ipn(n, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", p.ns);
       ipn(n, "link", "set", veth, "up");
-      // The pod's gateway: proxy ARP answers for every address (IPv4), fe80::1 (IPv6).
-      sysctl(n, `net.ipv4.conf.${veth}.proxy_arp=1`);
+      // The pod's gateway: proxy ARP answers for every address (IPv4) — at once, not after
+      // the default random delay of up to 0.8 s — and fe80::1 (IPv6).
+      sysctl(n, `net.ipv4.conf.${veth}.proxy_arp=1`, `net.ipv4.neigh.${veth}.proxy_delay=0`);
       ipn(n, "addr", "add", "fe80::1/64", "dev", veth, "nodad");
       ipn(n, "route", "add", `${p.ipv4}/32`, "dev", veth);
       ipn(n, "route", "add", `${p.ipv6}/128`, "dev", veth);

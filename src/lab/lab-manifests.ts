@@ -12,7 +12,7 @@
  * It does not model Pods without an address, publishNotReadyAddresses or slice limits.
  */
 import type { Service } from "../k8s/objects.ts";
-import { ZONE_LABEL } from "../plan/node-facts.ts";
+import { EXCLUDE_LB_LABEL, ZONE_LABEL } from "../plan/node-facts.ts";
 import type { LabLayout, LabPod } from "./lab-layout.ts";
 
 /** A fixed deletion time for terminating pods: manifests stay reproducible. */
@@ -28,7 +28,14 @@ export function labManifests(layout: LabLayout, services: readonly Service[]): L
   const nodes = layout.nodes.map((n) => ({
     apiVersion: "v1",
     kind: "Node",
-    metadata: { name: n.name, labels: { [ZONE_LABEL]: n.zone, "kubernetes.io/hostname": n.name } },
+    metadata: {
+      name: n.name,
+      labels: {
+        [ZONE_LABEL]: n.zone,
+        "kubernetes.io/hostname": n.name,
+        ...(n.excludeFromLoadBalancers ? { [EXCLUDE_LB_LABEL]: "" } : {}),
+      },
+    },
     spec: {},
     status: {
       addresses: [

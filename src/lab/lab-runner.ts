@@ -38,6 +38,8 @@ export interface LabProcess {
   readonly host: string;
   readonly pid: number;
   readonly log: string;
+  /** what runs after `ip netns exec NS node` */
+  readonly args: readonly string[];
 }
 
 export interface LabState {
@@ -123,7 +125,7 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
     closeSync(fd);
     child.unref();
     if (child.pid === undefined) throw new Error(`could not start ${role} in ${host.ns}`);
-    processes.push({ role, host: host.name, pid: child.pid, log: logPath });
+    processes.push({ role, host: host.name, pid: child.pid, log: logPath, args });
     save();
     return logPath;
   };
@@ -200,6 +202,40 @@ export async function compileLabScripts(
         ? [join(outDir, `${script}.mjs`)]
         : ["--import", "tsx", join(repoRoot, "src", "lab", `${script}.ts`)],
   };
+}
+
+/**
+ * Stops one of the lab's processes (SIGTERM, then SIGKILL after 3 s) and, unless `stopOnly`,
+ * starts it again with the same arguments. Returns the process as it is now.
+ */
+export async function labRestart(
+  state: LabState,
+  role: LabProcess["role"],
+  host: string,
+  options: { stopOnly?: boolean; repoRoot: string },
+): Promise<LabProcess> {
+  const index = state.processes.findIndex((p) => p.role === role && p.host === host);
+  const old = state.processes[index];
+  if (!old) throw new Error(`lab ${state.name}: no ${role} process in ${host}`);
+  signal(old.pid, "SIGTERM");
+  const deadline = Date.now() + 3000;
+  while (alive(old.pid) && Date.now() < deadline) await sleep(20);
+  if (alive(old.pid)) signal(old.pid, "SIGKILL");
+  if (options.stopOnly) return old;
+  const ns = `${state.layout.prefix}${host}`;
+  const fd = openSync(old.log, "a");
+  const child = spawn("ip", ["netns", "exec", ns, process.execPath, ...old.args], {
+    cwd: options.repoRoot,
+    detached: true,
+    stdio: ["ignore", fd, fd],
+  });
+  closeSync(fd);
+  child.unref();
+  if (child.pid === undefined) throw new Error(`could not restart ${role} in ${host}`);
+  const next: LabProcess = { ...old, pid: child.pid };
+  (state.processes as LabProcess[])[index] = next;
+  writeFileSync(join(state.stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+  return next;
 }
 
 export interface DownReport {

@@ -30,6 +30,8 @@ const PodSchema = z.strictObject({
 
 const NodeSchema = z.strictObject({
   name,
+  /** label the Node `node.kubernetes.io/exclude-from-external-load-balancers` */
+  excludeFromLoadBalancers: z.boolean().default(false),
   pods: z.array(PodSchema).default([]),
 });
 

@@ -23,8 +23,10 @@ import { decodeDocuments } from "../../src/k8s/decode.ts";
 import type { Snapshot } from "../../src/k8s/snapshot.ts";
 import {
   compileLabScripts,
+  type LabProcess,
   type LabState,
   labDown,
+  labRestart,
   labUp,
   writeLabManifests,
 } from "../../src/lab/lab-runner.ts";
@@ -49,6 +51,25 @@ export function agentHasDataplane(): boolean {
   const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
   const agent = program.commands.find((c) => c.name() === "agent");
   return agent?.options.some((o) => o.long === "--dataplane") ?? false;
+}
+
+function commands() {
+  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
+  return program.commands;
+}
+
+/** Why the LB-path tests cannot run in this build, if they cannot. */
+export function lbUnavailable(): string | undefined {
+  if (!commands().some((c) => c.name() === "lb"))
+    return "this build has no `passlb lb` (the nftables LB host)";
+  if (!agentHasDataplane()) return "this build's `passlb agent` has no --dataplane (node DNAT)";
+  return undefined;
+}
+
+/** Whether `passlb lb` probes node health (it then has a health or probe option). */
+export function lbProbesHealth(): boolean {
+  const lb = commands().find((c) => c.name() === "lb");
+  return lb?.options.some((o) => /health|probe/.test(o.long ?? "")) ?? false;
 }
 
 export interface ClientResult {
@@ -131,6 +152,18 @@ export class Lab {
     await this.syncAgents();
   }
 
+  /** Restarts (or only stops) the LB or a node's agent. */
+  restart(role: LabProcess["role"], host: string, stopOnly = false): Promise<LabProcess> {
+    return labRestart(this.state, role, host, { repoRoot: REPO_ROOT, stopOnly });
+  }
+
+  /** Takes the link between the LB host's bridge and a node down (or up again). */
+  link(node: string, up: boolean): void {
+    const i = this.state.layout.nodes.findIndex((n) => n.name === node);
+    const r = spawnSync("ip", ["-n", this.state.layout.lb.ns, "link", "set", `plbn${i}`, up ? "up" : "down"]);
+    if (r.status !== 0) throw new Error(`link ${node}: ${r.stderr}`);
+  }
+
   /** Runs the lab client in a host; resolves with its JSON report. */
   client(host: string, args: readonly string[]): Promise<ClientResult & Record<string, unknown>> {
     return new Promise((resolvePromise, reject) => {
@@ -177,8 +210,11 @@ export async function startLab(
     agents: realAgents,
     lb: options.lb ?? false,
     agentArgs: realAgents ? ["--dataplane=nftables", "--sync-period=5"] : [],
+    lbArgs: ["--dataplane=nftables", "--poll-ms=200"],
   };
   t.after(async () => {
+    // PASSLB_KEEP_LAB=1 leaves the lab up for a look (then: passlb lab down -f …)
+    if (process.env.PASSLB_KEEP_LAB === "1") return;
     await labDown(raw.name, labOptions);
     rmSync(dir, { recursive: true, force: true });
   });
