@@ -153,7 +153,7 @@ async function stream(host: string, port: number): Promise<object> {
     const t = Date.now() - started;
     pending.push(
       tcpOnce(host, port).then(
-        (g) => ({ t, ok: true, pod: g.pod, node: g.node }),
+        (g) => ({ t, ok: true, pod: g.pod, node: g.node, client: clientIp(g.client) }),
         (e) => ({ t, ok: false, error: code(e) }),
       ),
     );
