@@ -6,6 +6,15 @@ import { CommanderError } from "commander";
 import type { CliIo } from "./load-input.ts";
 import { buildProgram } from "./program.ts";
 
+/** Fires on the first SIGINT or SIGTERM; installed only by commands that run until stopped. */
+function shutdownSignal(): AbortSignal {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return controller.signal;
+}
+
 async function main(): Promise<void> {
   const io: CliIo = {
     stdout: (t) => process.stdout.write(t),
@@ -16,9 +25,13 @@ async function main(): Promise<void> {
       return Buffer.concat(chunks).toString("utf8");
     },
   };
-  const program = buildProgram(io, (code) => {
-    process.exitCode = code;
-  });
+  const program = buildProgram(
+    io,
+    (code) => {
+      process.exitCode = code;
+    },
+    shutdownSignal,
+  );
   try {
     await program.parseAsync(process.argv);
   } catch (e) {

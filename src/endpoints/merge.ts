@@ -45,15 +45,21 @@ export interface MergeFinding {
   readonly message: string;
 }
 
-/** Groups slices by the Service they belong to (`namespace/name` from the service-name
- * label); slices without the label, a name or a namespace are ignored, as kube-proxy does. */
+/** The Service a slice belongs to (`namespace/name` from the service-name label), or
+ * undefined for slices kube-proxy ignores: no label, no name or namespace, or FQDN. */
+export function sliceServiceKey(slice: EndpointSlice): string | undefined {
+  const service = slice.metadata.labels?.[SERVICE_NAME_LABEL];
+  if (!service || !slice.metadata.name || !slice.metadata.namespace) return undefined;
+  if (slice.addressType === "FQDN") return undefined; // kube-proxy tracks IPv4 and IPv6 only
+  return `${slice.metadata.namespace}/${service}`;
+}
+
+/** Groups slices by the Service they belong to (`sliceServiceKey`). */
 export function slicesByService(slices: readonly EndpointSlice[]): Map<string, EndpointSlice[]> {
   const out = new Map<string, EndpointSlice[]>();
   for (const slice of slices) {
-    const service = slice.metadata.labels?.[SERVICE_NAME_LABEL];
-    if (!service || !slice.metadata.name || !slice.metadata.namespace) continue;
-    if (slice.addressType === "FQDN") continue; // kube-proxy tracks IPv4 and IPv6 only
-    const key = `${slice.metadata.namespace}/${service}`;
+    const key = sliceServiceKey(slice);
+    if (key === undefined) continue;
     const list = out.get(key);
     if (list) list.push(slice);
     else out.set(key, [slice]);
@@ -185,7 +191,9 @@ export function endpointCountsByNode(slices: readonly EndpointSlice[]): {
   findings: MergeFinding[];
 } {
   const { ports, findings } = dedupe(slices);
-  const sets = new Map<string, { ready: Set<string>; live: Set<string>; draining: Set<string> }>();
+  // One entry per address (an IP counts once however many ports it serves), its flags
+  // OR-ed over the ports, then counted per node.
+  const byAddress = new Map<string, { node: string; ready: boolean; live: boolean; draining: boolean }>();
   let anyReady = false;
   let anyServingTerminating = false;
   for (const p of ports)
@@ -193,29 +201,33 @@ export function endpointCountsByNode(slices: readonly EndpointSlice[]): {
       const c = w.endpoint.conditions;
       const ready = c.ready ?? true;
       const terminating = c.terminating ?? false;
-      const serving = c.serving ?? true;
+      const draining = (c.serving ?? true) && terminating;
       if (ready) anyReady = true;
-      if (serving && terminating) anyServingTerminating = true;
+      if (draining) anyServingTerminating = true;
       const node = w.endpoint.nodeName;
       if (!node) continue;
-      let s = sets.get(node);
-      if (!s) {
-        s = { ready: new Set(), live: new Set(), draining: new Set() };
-        sets.set(node, s);
-      }
-      if (!terminating) s.live.add(w.address);
-      if (ready && !terminating) s.ready.add(w.address);
-      if (serving && terminating) s.draining.add(w.address);
+      const e = byAddress.get(w.address);
+      if (e && e.node === node) {
+        e.ready ||= ready && !terminating;
+        e.live ||= !terminating;
+        e.draining ||= draining;
+      } else if (!e)
+        byAddress.set(w.address, { node, ready: ready && !terminating, live: !terminating, draining });
     }
-  const perNode = new Map<string, NodeEndpointCounts>();
-  for (const node of [...sets.keys()].sort()) {
-    const s = sets.get(node)!;
-    perNode.set(node, {
-      ready: s.ready.size,
-      nonTerminating: s.live.size,
-      servingTerminating: s.draining.size,
-    });
+  const counts = new Map<string, { ready: number; nonTerminating: number; servingTerminating: number }>();
+  for (const e of byAddress.values()) {
+    let c = counts.get(e.node);
+    if (!c) {
+      c = { ready: 0, nonTerminating: 0, servingTerminating: 0 };
+      counts.set(e.node, c);
+    }
+    if (e.ready) c.ready++;
+    if (e.live) c.nonTerminating++;
+    if (e.draining) c.servingTerminating++;
   }
+  const perNode = new Map<string, NodeEndpointCounts>(
+    [...counts.entries()].sort((a, b) => compare(a[0], b[0])),
+  );
   return { perNode, anyReady, anyServingTerminating, findings };
 }
 

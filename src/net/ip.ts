@@ -29,18 +29,33 @@ export interface IpRange {
 
 export const familyBits = (family: IpFamily): number => (family === "IPv4" ? 32 : 128);
 
-function parseIPv4(text: string): bigint | undefined {
-  const parts = text.split(".");
-  if (parts.length !== 4) return undefined;
-  let value = 0n;
-  for (const part of parts) {
-    // Kubernetes rejects leading zeros (ambiguous octal) since 1.20's strict IP parsing.
-    if (!/^(0|[1-9][0-9]{0,2})$/.test(part)) return undefined;
-    const octet = Number(part);
-    if (octet > 255) return undefined;
-    value = (value << 8n) | BigInt(octet);
+/** The 32-bit value of a dotted quad, or undefined. Leading zeros are refused, as
+ * Kubernetes' strict IP parsing does since 1.20 (they used to mean octal). */
+function parseIPv4Number(text: string): number | undefined {
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0x2e;
+    if (c === 0x2e) {
+      if (digits === 0 || octet > 255) return undefined;
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+      continue;
+    }
+    if (c < 0x30 || c > 0x39 || (digits === 1 && octet === 0) || digits === 3) return undefined;
+    octet = octet * 10 + (c - 0x30);
+    digits++;
   }
-  return value;
+  return dots === 4 ? value : undefined;
+}
+
+function parseIPv4(text: string): bigint | undefined {
+  const n = parseIPv4Number(text);
+  return n === undefined ? undefined : BigInt(n);
 }
 
 function isHexGroup(g: string): boolean {
@@ -142,13 +157,15 @@ const CANONICAL_CACHE_LIMIT = 1 << 20;
 
 /** The canonical text of an address, or undefined when it does not parse. */
 export function canonicalIp(text: string): string | undefined {
+  // valid IPv4 text is canonical already, and checking it is cheaper than a cache lookup
+  if (!text.includes(":")) return parseIPv4Number(text) === undefined ? undefined : text;
   const hit = canonicalCache.get(text);
   if (hit !== undefined) return hit ?? undefined;
   let out: string | undefined;
   if (text.includes(":")) {
     const words = parseIPv6Words(text);
     out = words ? formatIPv6Words(words) : undefined;
-  } else out = parseIPv4(text) === undefined ? undefined : text; // valid IPv4 text is canonical
+  } else out = parseIPv4Number(text) === undefined ? undefined : text; // valid IPv4 text is canonical
   if (canonicalCache.size >= CANONICAL_CACHE_LIMIT) canonicalCache.clear();
   canonicalCache.set(text, out ?? null);
   return out;

@@ -9,14 +9,19 @@ import type { PlanIssueCode } from "./issue-codes.ts";
 
 export type Severity = "error" | "warning" | "info";
 
-/** A planner finding. Codes are stable snake_case, catalogued in issue-codes.ts and
- * docs/plan.md. */
-export interface PlanIssue {
-  readonly code: PlanIssueCode;
+/** A finding of any part of passlb: data, not an exception (logs, Events, CLI output). */
+export interface Finding {
+  /** stable snake_case */
+  readonly code: string;
   readonly severity: Severity;
   /** what it is about: `Service ns/name`, `Node n1`, `Pool default` */
   readonly subject: string;
   readonly message: string;
+}
+
+/** A planner finding: codes catalogued in issue-codes.ts and docs/plan.md. */
+export interface PlanIssue extends Finding {
+  readonly code: PlanIssueCode;
 }
 
 export interface Vip {

@@ -55,14 +55,23 @@ export function nodeTable(nodes: readonly Node[]): NodeTable {
       : undefined,
   );
   // One slot per (kind, node); `no_address_for_family` also depends on the families.
-  const cache = new Map<string, (Backend | undefined)[]>();
+  // Slot arrays are filled with undefined up front so they stay packed (a sparse array
+  // would fall back to a slow dictionary representation).
+  const slotsFor = () => new Array<Backend | undefined>(facts.length).fill(undefined);
+  const plain: Record<Exclude<SharedBackendKind, "no_address_for_family">, (Backend | undefined)[]> = {
+    eligible: slotsFor(),
+    in_subset: slotsFor(),
+    not_in_subset: slotsFor(),
+    no_local_endpoints: slotsFor(),
+  };
+  const noAddress = new Map<string, (Backend | undefined)[]>();
   const shared = (i: number, kind: SharedBackendKind, families: readonly IpFamily[]): Backend => {
-    const key = kind === "no_address_for_family" ? `${kind}|${families.join(",")}` : kind;
-    let slots = cache.get(key);
-    if (!slots) {
-      slots = new Array<Backend | undefined>(facts.length);
-      cache.set(key, slots);
-    }
+    let slots: (Backend | undefined)[];
+    if (kind === "no_address_for_family") {
+      const key = families.join(",");
+      slots = noAddress.get(key) ?? slotsFor();
+      noAddress.set(key, slots);
+    } else slots = plain[kind];
     const hit = slots[i];
     if (hit) return hit;
     const f = facts[i]!;

@@ -138,3 +138,26 @@ test("sticky subsets: the previous plan's members survive an unrelated node join
     first.members.map((b) => b.node),
   );
 });
+
+test("property: planning slice changes incrementally gives the same plans as planning from scratch", () => {
+  const services = [service("a", "Local"), service("b", "Cluster"), service("c", "Local")];
+  const change = fc.record({
+    at: fc.integer({ min: 0, max: 3 }),
+    owner: fc.constantFrom("a", "b", "c", "x"),
+    eps: fc.array(epArb, { maxLength: 4 }),
+  });
+  fc.assert(
+    fc.property(fc.array(change, { minLength: 1, maxLength: 8 }), (changes) => {
+      let slices = ["a", "b", "c", "a"].map((s, i) => slice(s, [], `slice-${i}`));
+      const cache = createPlanCache();
+      planSnapshot(snapshot(services, slices), {}, cache);
+      for (const c of changes) {
+        slices = slices.map((s, i) => (i === c.at ? slice(c.owner, c.eps, `slice-${i}`) : s));
+        const warm = planSnapshot({ ...snapshot(services, slices), services, nodes, config }, {}, cache);
+        const cold = planSnapshot(snapshot(services, slices));
+        assert.deepEqual(JSON.parse(JSON.stringify(warm)), JSON.parse(JSON.stringify(cold)));
+      }
+    }),
+    { numRuns: 60 },
+  );
+});

@@ -8,7 +8,7 @@
  * objects identical between snapshots for this to pay off; correctness never depends on it.
  */
 
-import { slicesByService } from "../endpoints/merge.ts";
+import { sliceServiceKey, slicesByService } from "../endpoints/merge.ts";
 import type { EndpointSlice, PasslbConfigSpec, Service } from "../k8s/objects.ts";
 import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
 import { parsePortRange } from "../k8s/validate.ts";
@@ -55,12 +55,25 @@ export interface PlanCache {
     input: Snapshot["services"];
     config: PasslbConfigSpec;
     owned: Service[];
+    byKey: Map<string, Service>;
     skipped: SkippedService[];
     vips: Map<string, VipAssignment>;
     hcnp: Map<string, number>;
   };
   slices?: { input: Snapshot["endpointSlices"]; byService: Map<string, EndpointSlice[]> };
   perService: Map<string, ServiceMemo>;
+  /** the last call's inputs and answer, for the fast path when only slices changed */
+  last?: {
+    nodes: Snapshot["nodes"];
+    services: Snapshot["services"];
+    config: PasslbConfigSpec;
+    slices: Snapshot["endpointSlices"];
+    previous: PlanOptions["previous"];
+    ipMode: string;
+    result: PlanResult;
+    /** `namespace/name` → index in result.plans */
+    index: Map<string, number>;
+  };
 }
 
 export function createPlanCache(): PlanCache {
@@ -74,6 +87,33 @@ export function planSnapshot(
   options: PlanOptions = {},
   cache: PlanCache = createPlanCache(),
 ): PlanResult {
+  const ipMode = options.ipMode ?? "VIP";
+  const last = cache.last;
+  if (
+    last &&
+    cache.slices &&
+    last.nodes === snapshot.nodes &&
+    last.services === snapshot.services &&
+    last.config === snapshot.config &&
+    last.previous === options.previous &&
+    last.ipMode === ipMode
+  ) {
+    if (last.slices === snapshot.endpointSlices) return last.result;
+    const changed = patchSliceGroups(last.slices, snapshot.endpointSlices, cache.slices.byService);
+    if (changed) {
+      cache.slices.input = snapshot.endpointSlices;
+      const plans = [...last.result.plans];
+      for (const key of changed) {
+        const at = last.index.get(key);
+        if (at === undefined) continue; // not a Service passlb plans
+        plans[at] = planOne(key, snapshot, options, cache);
+      }
+      const result = { plans, skipped: last.result.skipped };
+      cache.last = { ...last, slices: snapshot.endpointSlices, result };
+      return result;
+    }
+  }
+
   if (cache.nodes?.input !== snapshot.nodes)
     cache.nodes = { input: snapshot.nodes, table: nodeTable(snapshot.nodes) };
   if (cache.services?.input !== snapshot.services || cache.services.config !== snapshot.config)
@@ -84,56 +124,104 @@ export function planSnapshot(
     };
   if (cache.slices?.input !== snapshot.endpointSlices)
     cache.slices = { input: snapshot.endpointSlices, byService: slicesByService(snapshot.endpointSlices) };
-  const table = cache.nodes.table;
-  const { owned, skipped, vips, hcnp } = cache.services;
-  const ipMode = options.ipMode ?? "VIP";
 
   const plans: LoadBalancerPlan[] = [];
-  const live = new Set<string>();
-  for (const svc of owned) {
+  const index = new Map<string, number>();
+  for (const svc of cache.services.owned) {
     const key = objectKey(svc.metadata);
-    live.add(key);
-    const slices = cache.slices.byService.get(key) ?? NO_SLICES;
-    const assignment = vips.get(key)!;
-    const previous = options.previous?.get(key);
-    const memo = cache.perService.get(key);
-    if (
-      memo &&
-      memo.service === svc &&
-      memo.nodes === table &&
-      memo.vips === assignment &&
-      memo.hcnp === hcnp.get(key) &&
-      memo.previous === previous &&
-      memo.ipMode === ipMode &&
-      sameElements(memo.slices, slices)
-    ) {
-      plans.push(memo.plan);
-      continue;
-    }
-    const plan = planService({
-      service: svc,
-      slices,
-      nodes: table,
-      vips: assignment,
-      config: snapshot.config,
-      healthCheckNodePort: hcnp.get(key),
-      previousMembers: previous ? new Set(previous.members.map((b) => b.node)) : undefined,
-      ipMode,
-    });
-    cache.perService.set(key, {
-      service: svc,
-      slices,
-      nodes: table,
-      vips: assignment,
-      hcnp: hcnp.get(key),
-      previous,
-      ipMode,
-      plan,
-    });
-    plans.push(plan);
+    index.set(key, plans.length);
+    plans.push(planOne(key, snapshot, options, cache));
   }
-  for (const key of cache.perService.keys()) if (!live.has(key)) cache.perService.delete(key);
-  return { plans, skipped };
+  for (const key of cache.perService.keys()) if (!index.has(key)) cache.perService.delete(key);
+  const result = { plans, skipped: cache.services.skipped };
+  cache.last = {
+    nodes: snapshot.nodes,
+    services: snapshot.services,
+    config: snapshot.config,
+    slices: snapshot.endpointSlices,
+    previous: options.previous,
+    ipMode,
+    result,
+    index,
+  };
+  return result;
+}
+
+/** Plans one owned Service, reusing the memo when none of its inputs changed. The cache's
+ * node, Service and slice steps are current when this is called. */
+function planOne(key: string, snapshot: Snapshot, options: PlanOptions, cache: PlanCache): LoadBalancerPlan {
+  const table = cache.nodes!.table;
+  const { byKey, vips, hcnp } = cache.services!;
+  const memo = cache.perService.get(key);
+  const svc = byKey.get(key)!;
+  const slices = cache.slices!.byService.get(key) ?? NO_SLICES;
+  const assignment = vips.get(key)!;
+  const previous = options.previous?.get(key);
+  const ipMode = options.ipMode ?? "VIP";
+  if (
+    memo &&
+    memo.service === svc &&
+    memo.nodes === table &&
+    memo.vips === assignment &&
+    memo.hcnp === hcnp.get(key) &&
+    memo.previous === previous &&
+    memo.ipMode === ipMode &&
+    sameElements(memo.slices, slices)
+  )
+    return memo.plan;
+  const plan = planService({
+    service: svc,
+    slices,
+    nodes: table,
+    vips: assignment,
+    config: snapshot.config,
+    healthCheckNodePort: hcnp.get(key),
+    previousMembers: previous ? new Set(previous.members.map((b) => b.node)) : undefined,
+    ipMode,
+  });
+  cache.perService.set(key, {
+    service: svc,
+    slices,
+    nodes: table,
+    vips: assignment,
+    hcnp: hcnp.get(key),
+    previous,
+    ipMode,
+    plan,
+  });
+  return plan;
+}
+
+/**
+ * When the new slice list has the same length as the old one, finds the positions whose
+ * object changed, patches the per-Service groups in place (copy-on-write per group) and
+ * returns the Services touched; undefined when the lists differ in length (regroup all).
+ */
+function patchSliceGroups(
+  before: readonly EndpointSlice[],
+  after: readonly EndpointSlice[],
+  groups: Map<string, EndpointSlice[]>,
+): Set<string> | undefined {
+  if (before.length !== after.length) return undefined;
+  const touched = new Set<string>();
+  for (let i = 0; i < after.length; i++) {
+    const was = before[i]!;
+    const now = after[i]!;
+    if (was === now) continue;
+    const oldKey = sliceServiceKey(was);
+    const newKey = sliceServiceKey(now);
+    if (oldKey !== undefined) {
+      const list = (groups.get(oldKey) ?? []).filter((s) => s !== was);
+      if (list.length > 0) groups.set(oldKey, list);
+      else groups.delete(oldKey);
+      touched.add(oldKey);
+    }
+    if (newKey !== undefined) {
+      groups.set(newKey, [...(groups.get(newKey) ?? []), now]);
+      touched.add(newKey);
+    }
+  }
+  return touched;
 }
 
 function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {
@@ -152,11 +240,12 @@ function servicesStep(services: readonly Service[], config: PasslbConfigSpec) {
     if (o.owned) owned.push(svc);
     else skipped.push({ service: objectKey(svc.metadata), reason: o.reason });
   }
-  const byKey = (a: Service, b: Service) => compare(objectKey(a.metadata), objectKey(b.metadata));
-  owned.sort(byKey);
+  const byName = (a: Service, b: Service) => compare(objectKey(a.metadata), objectKey(b.metadata));
+  owned.sort(byName);
   skipped.sort((a, b) => compare(a.service, b.service));
   const vips = assignVips(owned, addressPools(config.pools));
-  return { owned, skipped, vips, hcnp: allocateHealthCheckNodePorts(services, owned, config) };
+  const byKey = new Map(owned.map((s) => [objectKey(s.metadata), s]));
+  return { owned, byKey, skipped, vips, hcnp: allocateHealthCheckNodePorts(services, owned, config) };
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -107,14 +107,16 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   /** Local: members and nodes with endpoints that were still left out, by node index */
   const specific = new Map<number, Backend>();
   let subsetting = false;
+  /** Cluster above the limit: the chosen node indices, ascending */
+  let chosen: Int32Array | undefined;
 
   if (etp === "Cluster") {
     const cluster = nodes.clusterCandidates(families);
     const limit = config.clusterBackendLimit;
     subsetting = cluster.candidates.length > limit;
     if (subsetting) {
-      const chosen = stableSubsetOfZones(cluster.zones, limit, serviceHash, previous).sort((a, b) => a - b);
-      members = chosen.map((i) => nodes.shared(i, "in_subset", families));
+      chosen = Int32Array.from(stableSubsetOfZones(cluster.zones, limit, serviceHash, previous)).sort();
+      members = Array.from(chosen, (i) => nodes.shared(i, "in_subset", families));
       issue(
         "cluster_subset",
         "info",
@@ -257,9 +259,7 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
       "loadBalancerSourceRanges has no range of the Service's families: every client is dropped",
     );
 
-  const memberSet =
-    etp === "Cluster" && subsetting ? new Set(members.map((b) => nodes.index.get(b.node)!)) : undefined;
-  const backendOf = (i: number): Backend => {
+  const backendOf = (i: number, memberSet: ReadonlySet<number> | undefined): Backend => {
     const ineligible = nodes.ineligible[i];
     if (ineligible) return ineligible;
     if (!hasFamily(i)) return nodes.shared(i, "no_address_for_family", families);
@@ -267,7 +267,10 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     if (!memberSet) return nodes.shared(i, "eligible", families);
     return nodes.shared(i, memberSet.has(i) ? "in_subset" : "not_in_subset", families);
   };
-  const backends = (): Backend[] => nodes.facts.map((_, i) => backendOf(i));
+  const backends = (): Backend[] => {
+    const memberSet = chosen ? new Set(chosen) : undefined;
+    return nodes.facts.map((_, i) => backendOf(i, memberSet));
+  };
 
   const plan = {
     service: key,

@@ -133,7 +133,14 @@ function pickInZone(
   // members of the previous subset first (sticky), then the others, both by rank
   const keptKeys: number[] = [];
   for (let p = 0; p < n; p++) {
-    const key = fmix32(hashes[p]! ^ mixed) * POSITION_BITS + p;
+    // fmix32(hash ^ mixed), inlined: this loop runs for every node of every Cluster Service
+    let h = (hashes[p]! ^ mixed) >>> 0;
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+    const key = (h >>> 0) * POSITION_BITS + p;
     if (previous?.has(indices[p]!)) keptKeys.push(key);
     else keys[free++] = key;
   }

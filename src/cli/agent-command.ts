@@ -1,0 +1,153 @@
+/**
+ * `passlb agent --node NAME --manifests DIR`: the node side of passlb for standalone mode
+ * and the lab, where no kube-proxy answers health checks. Serves kube-proxy-compatible
+ * `/healthz` and `/livez` and one healthCheckNodePort server per externalTrafficPolicy
+ * Local Service (docs/health.md, specs/endpointslice.md §4).
+ *
+ * The agent's "rules" are, for now, only its health model (the DNAT data path is a later
+ * issue): each successful read of the folder that is applied marks them fresh; a change
+ * seen but not applied (the folder is unreadable or has problems, so the last good
+ * snapshot is kept) marks them pending, and after 2 × --sync-period they are stale and
+ * every answer is 503, as kube-proxy's are when its syncs fail.
+ *
+ * Runs until the shutdown signal fires. Reading a cluster instead of a folder is not
+ * implemented yet (there is no kube source yet).
+ */
+import type { Command } from "commander";
+import { ManifestFolderSource } from "../cluster/manifest-folder-source.ts";
+import { realClock } from "../health/clock.ts";
+import { type BindAddress, HealthServers } from "../health/health-servers.ts";
+import { agentHealthModel } from "../health/state-agent-model.ts";
+import type { Snapshot } from "../k8s/snapshot.ts";
+import { emptySnapshot } from "../k8s/snapshot.ts";
+import type { IpFamily } from "../net/ip.ts";
+import { canonicalIp } from "../net/ip.ts";
+import type { CliIo } from "./load-input.ts";
+
+const DEBOUNCE_MS = 200;
+
+/** `host:port`, `[v6]:port` or `:port` (every address), as kube-proxy takes them. */
+export function parseBindAddress(text: string): BindAddress | undefined {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
+  if (!m) return undefined;
+  const port = Number(m[3]);
+  if (port > 65535) return undefined;
+  const host = m[1] ?? m[2] ?? "";
+  if (host === "") return { host: undefined, port };
+  if (canonicalIp(host) === undefined) return undefined;
+  return { host, port };
+}
+
+interface AgentOptions {
+  node: string;
+  manifests?: string;
+  healthzBindAddress: string;
+  bindAddress?: string;
+  syncPeriod: string;
+}
+
+export function registerAgentCommand(
+  program: Command,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+  shutdownSignal: () => AbortSignal,
+): void {
+  program
+    .command("agent")
+    .description("serve kube-proxy-compatible node health checks (/healthz, /livez, healthCheckNodePorts)")
+    .requiredOption("--node <name>", "the Node this agent speaks for")
+    .option("--manifests <dir>", "manifest folder to read and watch")
+    .option("--healthz-bind-address <host:port>", "address of /healthz and /livez", "0.0.0.0:10256")
+    .option("--bind-address <ip>", "address of the per-Service health servers (default: every address)")
+    .option("--sync-period <seconds>", "periodic re-read; rules are stale after twice this", "30")
+    .action(async (opts: AgentOptions) => {
+      const log = (line: string) => io.stderr(`passlb agent: ${line}\n`);
+      const healthz = parseBindAddress(opts.healthzBindAddress);
+      const syncSeconds = Number(opts.syncPeriod);
+      const serviceHost = opts.bindAddress;
+      if (!opts.manifests) {
+        io.stderr("error: --manifests DIR is required (reading a cluster is not implemented yet)\n");
+        return setExitCode(2);
+      }
+      if (!healthz) {
+        io.stderr(`error: --healthz-bind-address ${opts.healthzBindAddress}: expected host:port\n`);
+        return setExitCode(2);
+      }
+      if (serviceHost !== undefined && canonicalIp(serviceHost) === undefined) {
+        io.stderr(`error: --bind-address ${serviceHost}: expected an IP address\n`);
+        return setExitCode(2);
+      }
+      if (!(syncSeconds > 0)) {
+        io.stderr(`error: --sync-period ${opts.syncPeriod}: expected a positive number of seconds\n`);
+        return setExitCode(2);
+      }
+      const signal = shutdownSignal();
+      const servers = new HealthServers({
+        clock: realClock(),
+        healthz,
+        serviceHost,
+        healthTimeoutMs: 2 * syncSeconds * 1000,
+        onFinding: (f) => log(`${f.severity} ${f.code}: ${f.message}`),
+      });
+      let families: readonly IpFamily[] = ["IPv4"];
+      let lastGood: Snapshot | undefined;
+      let lastReport = "";
+      let lastFindings = "";
+      let lastEligibility = "";
+      const source = new ManifestFolderSource({
+        path: opts.manifests,
+        rereadMs: syncSeconds * 1000,
+        debounceMs: DEBOUNCE_MS,
+      });
+      await source.start({
+        onChange: () => {
+          for (const f of families) servers.markQueued(f);
+        },
+        onRead: async (read) => {
+          const report = read.ok ? "" : read.problems.join("\n  ");
+          if (report !== lastReport) {
+            lastReport = report;
+            if (read.ok) log("the manifests are valid again");
+            else
+              log(
+                `the manifests have problems; ${lastGood ? "keeping the last good state" : "no good state yet"}:\n  ${report}`,
+              );
+          }
+          if (!read.ok) {
+            // First start with a broken folder: serve what an unknown node answers.
+            if (!lastGood) await servers.update(agentHealthModel(emptySnapshot(), opts.node));
+            return;
+          }
+          lastGood = read.snapshot;
+          const model = agentHealthModel(read.snapshot, opts.node);
+          const findings = model.findings.map((f) => `${f.severity} ${f.code}: ${f.message}`).join("\n");
+          const eligibility = model.nodeEligible
+            ? `Node ${opts.node} is eligible`
+            : `Node ${opts.node} is not eligible (/healthz answers 503): ${model.ineligibleReason}`;
+          if (eligibility !== lastEligibility) {
+            lastEligibility = eligibility;
+            log(eligibility);
+          }
+          if (findings !== lastFindings) {
+            lastFindings = findings;
+            for (const line of findings === "" ? [] : findings.split("\n")) log(line);
+          }
+          families = model.families;
+          await servers.update(model);
+          for (const f of families) servers.markUpdated(f);
+        },
+      });
+      const where = servers.addresses();
+      log(
+        `serving /healthz and /livez on ${opts.healthzBindAddress}${where.healthz ? "" : " (not yet: see above)"}; ` +
+          `${where.services.size} Service health server(s)`,
+      );
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        else signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      await source.close();
+      await servers.close();
+      log("stopped");
+    });
+}
