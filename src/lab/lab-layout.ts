@@ -170,7 +170,8 @@ function buildCommands(
     "net.ipv4.conf.all.rp_filter=0",
     "net.ipv4.conf.default.rp_filter=0",
   ];
-  sysctl(lb, ...router);
+  // ECMP routes (`passlb lab route VIP n1 n2`) spread flows by their ports, not only addresses
+  sysctl(lb, ...router, "net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1");
   ipn(lb, "link", "add", NODE_BRIDGE, "type", "bridge");
   ipn(lb, "link", "set", NODE_BRIDGE, "up");
   ipn(lb, "addr", "add", `${LB_NODE_GATEWAY4}/24`, "dev", NODE_BRIDGE);
