@@ -60,3 +60,23 @@ function upperGammaQ(a: number, x: number): number {
   }
   return Math.exp(-x + a * Math.log(x) - logGamma(a)) * h;
 }
+
+/**
+ * The spread assertion of the e2e tests: counts fit the shares when p > alpha. A fair
+ * spread still fails one sample in 1/alpha, so a failing first sample is followed by one
+ * fresh, independent sample that decides: a fair spread fails both with probability
+ * alpha² (1 in 10,000), a skewed one fails both. Returns a message when it does not fit.
+ */
+export async function spreadProblem(
+  first: readonly number[],
+  shares: readonly number[],
+  again: () => Promise<readonly number[]>,
+  alpha = 0.01,
+): Promise<string | undefined> {
+  const p1 = chiSquareP(first, shares);
+  if (p1 > alpha) return undefined;
+  const second = await again();
+  const p2 = chiSquareP(second, shares);
+  if (p2 > alpha) return undefined;
+  return `counts ${JSON.stringify(first)} (p=${p1.toPrecision(3)}) and ${JSON.stringify(second)} (p=${p2.toPrecision(3)}) do not fit shares ${JSON.stringify(shares)}`;
+}
