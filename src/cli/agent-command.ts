@@ -19,6 +19,8 @@ import type { Command } from "commander";
 import { ManifestFolderSource } from "../cluster/manifest-folder-source.ts";
 import { AgentDataplane } from "../dataplane/agent-dataplane.ts";
 import { agentNft } from "../dataplane/agent-nft.ts";
+import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
+import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
 import { realClock } from "../health/clock.ts";
 import { type BindAddress, HealthServers } from "../health/health-servers.ts";
 import { agentHealthModel } from "../health/state-agent-model.ts";
@@ -26,6 +28,7 @@ import type { Snapshot } from "../k8s/snapshot.ts";
 import { emptySnapshot } from "../k8s/snapshot.ts";
 import type { IpFamily } from "../net/ip.ts";
 import { canonicalIp } from "../net/ip.ts";
+import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
 import type { CliIo } from "./load-input.ts";
 
 const DEBOUNCE_MS = 200;
@@ -44,11 +47,13 @@ export function parseBindAddress(text: string): BindAddress | undefined {
 
 interface AgentOptions {
   node: string;
+  dataplane: string;
+  proxyProtocol?: boolean;
+  loopback?: boolean;
   manifests?: string;
   healthzBindAddress: string;
   bindAddress?: string;
   syncPeriod: string;
-  dataplane: string;
 }
 
 export function registerAgentCommand(
@@ -67,8 +72,13 @@ export function registerAgentCommand(
     .option("--sync-period <seconds>", "periodic re-read; rules are stale after twice this", "30")
     .option(
       "--dataplane <mode>",
-      "none, or nftables: DNAT VIP traffic to endpoints (standalone mode)",
+      "none (health only), userspace (also proxy every nodePort) or nftables (DNAT VIP traffic to endpoints, standalone mode)",
       "none",
+    )
+    .option("--loopback", "userspace: apply passlb up's loopback rewrite to the folder (docs/quickstart.md)")
+    .option(
+      "--proxy-protocol",
+      "userspace: send PROXY v2 to pods (a PROXY v2 header from the LB is always read)",
     )
     .action(async (opts: AgentOptions) => {
       const log = (line: string) => io.stderr(`passlb agent: ${line}\n`);
@@ -91,17 +101,18 @@ export function registerAgentCommand(
         io.stderr(`error: --sync-period ${opts.syncPeriod}: expected a positive number of seconds\n`);
         return setExitCode(2);
       }
-      if (opts.dataplane !== "none" && opts.dataplane !== "nftables") {
-        io.stderr(`error: --dataplane ${opts.dataplane}: expected none or nftables\n`);
+      if (opts.dataplane !== "none" && opts.dataplane !== "userspace" && opts.dataplane !== "nftables") {
+        io.stderr(`error: --dataplane ${opts.dataplane}: expected none, userspace or nftables\n`);
         return setExitCode(2);
       }
-      // The DNAT table stays when the agent stops, as kube-proxy's rules do: established
-      // connections keep flowing; the health checks take the node out of new traffic.
+      // nftables: the DNAT table stays when the agent stops, as kube-proxy's rules do:
+      // established connections keep flowing; the health checks take the node out of new traffic.
       const dataplane =
         opts.dataplane === "nftables"
           ? new AgentDataplane({ node: opts.node, nft: agentNft(), log })
           : undefined;
       const signal = shutdownSignal();
+      let proxy: NodeProxy | undefined;
       const servers = new HealthServers({
         clock: realClock(),
         healthz,
@@ -157,6 +168,28 @@ export function registerAgentCommand(
           }
           families = model.families;
           await servers.update(model);
+          if (opts.dataplane === "userspace") {
+            const snap = opts.loopback ? loopbackSnapshot(read.snapshot).snapshot : read.snapshot;
+            const address =
+              serviceHost ??
+              snap.nodes
+                .find((n) => n.metadata.name === opts.node)
+                ?.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+            if (address && !proxy) {
+              proxy = new NodeProxy({
+                node: opts.node,
+                address,
+                seed: 0x5eed,
+                acceptProxyProtocol: true,
+                sendProxyProtocol: opts.proxyProtocol ?? false,
+                serveHealth: false,
+              });
+              log(`userspace data plane: nodePorts on ${address}`);
+            }
+            if (!address)
+              log(`userspace data plane: Node ${opts.node} has no InternalIP; pass --bind-address`);
+            for (const e of (await proxy?.update(nodePortRoutes(snap, opts.node))) ?? []) log(`error: ${e}`);
+          }
           if (dnat !== "failed") for (const f of families) servers.markUpdated(f);
         },
       });
@@ -170,6 +203,7 @@ export function registerAgentCommand(
         else signal.addEventListener("abort", () => resolve(), { once: true });
       });
       await source.close();
+      await proxy?.close();
       await servers.close();
       log("stopped");
     });

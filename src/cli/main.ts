@@ -2,6 +2,7 @@
  * The composition root: the `passlb` executable. The only module that reads process.argv,
  * process.env or the standard streams, or sets the exit code.
  */
+import { execFileSync } from "node:child_process";
 import { CommanderError } from "commander";
 import type { CliIo } from "./load-input.ts";
 import { buildProgram } from "./program.ts";
@@ -31,6 +32,18 @@ async function main(): Promise<void> {
       process.exitCode = code;
     },
     shutdownSignal,
+    {
+      stdoutIsTTY: process.stdout.isTTY === true,
+      isRoot: process.getuid?.() === 0,
+      hasNft: () => {
+        try {
+          execFileSync("nft", ["--version"], { stdio: "ignore", timeout: 2000 });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+    },
   );
   try {
     await program.parseAsync(process.argv);

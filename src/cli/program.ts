@@ -6,9 +6,11 @@ import { Command } from "commander";
 import { registerAgentCommand } from "./agent-command.ts";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
 import { registerLabCommand } from "./lab-command.ts";
+import { registerLbCommand } from "./lb-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
 import { registerProbeCommand } from "./probe-command.ts";
+import { type HostFacts, registerUpCommand } from "./up-command.ts";
 
 /** A signal that fires when the process is asked to stop (SIGINT/SIGTERM in main.ts);
  * long-running commands call it once. Tests pass their own. */
@@ -16,10 +18,14 @@ export type ShutdownSignal = () => AbortSignal;
 
 const NEVER: ShutdownSignal = () => new AbortController().signal;
 
+/** What tests get unless they say otherwise: not a terminal, not root, no nft. */
+const PLAIN_HOST: HostFacts = { stdoutIsTTY: false, isRoot: false, hasNft: () => false };
+
 export function buildProgram(
   io: CliIo,
   setExitCode: (code: number) => void,
   shutdownSignal: ShutdownSignal = NEVER,
+  host: HostFacts = PLAIN_HOST,
 ): Command {
   const program = new Command("passlb")
     .description("Cloud-grade passthrough load balancing for Kubernetes type: LoadBalancer Services")
@@ -30,6 +36,8 @@ export function buildProgram(
   registerEndpointSlicesCommand(program, io, setExitCode);
   registerAgentCommand(program, io, setExitCode, shutdownSignal);
   registerProbeCommand(program, io, setExitCode, shutdownSignal);
+  registerUpCommand(program, io, setExitCode, { shutdownSignal, ...host });
+  registerLbCommand(program, io, setExitCode, { shutdownSignal, ...host });
   registerLabCommand(program, io, setExitCode);
   return program;
 }

@@ -1,0 +1,341 @@
+// Benchmark: the userspace LB (src/dataplane/userspace/userspace-lb.ts) against HAProxy in
+// TCP mode, on loopback, in the same run. Three paths to one backend process:
+//   direct   client → backend 127.0.5.2:18000
+//   haproxy  client → haproxy 127.0.5.3:18080 → backend   (mode tcp, nbthread 1)
+//   passlb   client → passlb  127.0.5.1:18080 → backend   (one Node process: one thread)
+// Measures: throughput (4 connections each downloading 128 MiB), connection rate (32
+// concurrent clients each doing connect / 1-byte request / answer / close for 3 s), and
+// latency at 1,000 requests/s (10 kept-alive connections × 100 requests/s, 1-byte ping-pong,
+// 3 s): p50/p99 and the p99 each proxy adds over direct.
+// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 2]
+// Needs haproxy; as root it is installed with apt-get when missing, else the bench says so
+// and exits 0. Loopback only; every child process is killed at the end.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect, createServer, type Socket } from "node:net";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ALL_UNKNOWN, serviceForwarding } from "../src/dataplane/forwarding-state.ts";
+import { UserspaceLb } from "../src/dataplane/userspace/userspace-lb.ts";
+import type { LoadBalancerPlan } from "../src/plan/load-balancer-plan.ts";
+
+const BACKEND = { host: "127.0.5.2", port: 18000 };
+const PASSLB = { host: "127.0.5.1", port: 18080 };
+const HAPROXY = { host: "127.0.5.3", port: 18080 };
+const STREAM_BYTES = 128 * 1024 * 1024;
+const CHUNK = Buffer.alloc(64 * 1024, 0x61);
+
+const role = process.argv[process.argv.indexOf("--role") + 1];
+if (process.argv.includes("--role") && role === "backend") await runBackend();
+else if (process.argv.includes("--role") && role === "passlb") await runPasslb();
+else await main();
+
+// ---------------------------------------------------------------- backend
+async function runBackend(): Promise<void> {
+  const server = createServer({ noDelay: true }, (s) => {
+    s.on("error", () => s.destroy());
+    s.once("data", (first: Buffer) => {
+      const mode = first[0];
+      if (mode === 0x53 /* S */) {
+        let left = STREAM_BYTES;
+        const pump = () => {
+          while (left > 0) {
+            left -= CHUNK.length;
+            if (!s.write(CHUNK)) return void s.once("drain", pump);
+          }
+          s.end();
+        };
+        pump();
+      } else if (mode === 0x43 /* C */) {
+        s.end("y");
+      } else {
+        s.write(first);
+        s.on("data", (d) => s.write(d));
+      }
+    });
+  });
+  server.listen({ host: BACKEND.host, port: BACKEND.port }, () => process.send?.("ready"));
+  process.on("disconnect", () => process.exit(0));
+}
+
+// ---------------------------------------------------------------- passlb under test
+async function runPasslb(): Promise<void> {
+  const member = {
+    node: "backend",
+    zone: "",
+    addresses: { IPv4: BACKEND.host },
+    weight: 1,
+    included: true,
+    reason: "eligible" as const,
+    explanation: "",
+    ready: true,
+    localReadyEndpoints: null,
+  };
+  const plan: LoadBalancerPlan = {
+    service: "bench/proxy",
+    uid: undefined,
+    externalTrafficPolicy: "Cluster",
+    ipFamilies: ["IPv4"],
+    vips: [{ family: "IPv4", address: PASSLB.host, pool: "bench", source: "requested" }],
+    listeners: [
+      { name: "", protocol: "TCP", port: PASSLB.port, nodePort: BACKEND.port, targetPort: BACKEND.port },
+    ],
+    backends: [member],
+    members: [member],
+    healthChecks: [],
+    weighted: false,
+    zonalAffinity: false,
+    sessionAffinity: { type: "None", timeoutSeconds: null },
+    sourceRanges: [],
+    ipMode: "Proxy",
+    issues: [],
+  };
+  const lb = new UserspaceLb({ seed: 1 });
+  const findings = await lb.update([serviceForwarding(plan, ALL_UNKNOWN, { seed: 1 })]);
+  if (findings.length > 0) throw new Error(JSON.stringify(findings));
+  process.send?.("ready");
+  process.on("disconnect", () => void lb.close().then(() => process.exit(0)));
+}
+
+// ---------------------------------------------------------------- load generator
+type Target = { name: string; host: string; port: number };
+
+function open(t: Target): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: t.host, port: t.port, noDelay: true });
+    s.once("connect", () => resolve(s));
+    s.once("error", reject);
+  });
+}
+
+async function throughput(t: Target): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  let bytes = 0;
+  await Promise.all(
+    [0, 1, 2, 3].map(async () => {
+      const s = await open(t);
+      s.write("S");
+      await new Promise<void>((resolve, reject) => {
+        s.on("data", (d: Buffer) => (bytes += d.length));
+        s.once("end", () => resolve());
+        s.once("error", reject);
+      });
+      s.destroy();
+    }),
+  );
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  return bytes / secs / 1e6; // MB/s
+}
+
+async function connectionRate(t: Target, seconds: number): Promise<number> {
+  const end = Date.now() + seconds * 1000;
+  let done = 0;
+  let failed = 0;
+  const worker = async () => {
+    while (Date.now() < end) {
+      try {
+        const s = await open(t);
+        s.write("C");
+        await new Promise<void>((resolve) => {
+          s.once("data", () => resolve());
+          s.once("close", () => resolve());
+          s.once("error", () => resolve());
+        });
+        s.destroy();
+        done++;
+      } catch {
+        failed++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+  if (failed > 0) console.error(`  ${t.name}: ${failed} connections failed`);
+  return done / seconds;
+}
+
+async function latency(t: Target, seconds: number): Promise<{ p50: number; p99: number; n: number }> {
+  const samples: number[] = [];
+  const conns = await Promise.all(Array.from({ length: 10 }, () => open(t)));
+  const stop = Date.now() + seconds * 1000;
+  await Promise.all(
+    conns.map(
+      (s, i) =>
+        new Promise<void>((resolve) => {
+          let sentAt = 0n;
+          s.on("data", () => {
+            samples.push(Number(process.hrtime.bigint() - sentAt) / 1e3);
+          });
+          // 100 requests/s per connection, phases spread
+          const tick = () => {
+            if (Date.now() >= stop) {
+              clearInterval(timer);
+              setTimeout(resolve, 50);
+              return;
+            }
+            sentAt = process.hrtime.bigint();
+            s.write("p");
+          };
+          let timer: ReturnType<typeof setInterval>;
+          setTimeout(() => {
+            timer = setInterval(tick, 10);
+          }, i);
+        }),
+    ),
+  );
+  for (const s of conns) s.destroy();
+  samples.sort((a, b) => a - b);
+  const q = (p: number) =>
+    samples[Math.min(samples.length - 1, Math.floor(p * samples.length))] ?? Number.NaN;
+  return { p50: q(0.5), p99: q(0.99), n: samples.length };
+}
+
+function child(roleName: string): Promise<ChildProcess> {
+  const self = fileURLToPath(import.meta.url);
+  const prof = process.env.PLB_BENCH_PROF === roleName ? ["--cpu-prof", "--cpu-prof-dir=/tmp/plbprof"] : [];
+  const c = spawn(process.execPath, [...prof, "--import", "tsx", self, "--role", roleName], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  return new Promise((resolve, reject) => {
+    c.once("message", () => resolve(c));
+    c.once("exit", (code) => reject(new Error(`${roleName} exited ${code}`)));
+  });
+}
+
+function haveHaproxy(): boolean {
+  try {
+    execFileSync("haproxy", ["-v"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function main(): Promise<void> {
+  if (!haveHaproxy()) {
+    if (process.getuid?.() === 0) {
+      console.log("haproxy missing: installing it with apt-get");
+      try {
+        execFileSync("apt-get", ["install", "-y", "-qq", "--no-install-recommends", "haproxy"], {
+          stdio: "inherit",
+          env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+        });
+      } catch {
+        // reported below
+      }
+    }
+    if (!haveHaproxy()) {
+      console.log(
+        "haproxy is not installed (and could not be installed): nothing to compare against, skipping",
+      );
+      return;
+    }
+  }
+  const roundsArg = process.argv.indexOf("--rounds");
+  const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 2;
+  const dir = mkdtempSync(join(tmpdir(), "plb-bench-"));
+  const cfg = join(dir, "haproxy.cfg");
+  writeFileSync(
+    cfg,
+    [
+      "global",
+      "  nbthread 1",
+      "  maxconn 4000",
+      "defaults",
+      "  mode tcp",
+      "  timeout connect 3s",
+      "  timeout client 30s",
+      "  timeout server 30s",
+      "listen bench",
+      `  bind ${HAPROXY.host}:${HAPROXY.port}`,
+      `  server b1 ${BACKEND.host}:${BACKEND.port}`,
+      "",
+    ].join("\n"),
+  );
+  const procs: ChildProcess[] = [];
+  try {
+    procs.push(await child("backend"));
+    procs.push(await child("passlb"));
+    const hap = spawn("haproxy", ["-db", "-f", cfg], { stdio: ["ignore", "ignore", "inherit"] });
+    procs.push(hap);
+    const until = Date.now() + 5000;
+    for (;;) {
+      const ok = await open({ name: "haproxy", ...HAPROXY }).then(
+        (s) => {
+          s.destroy();
+          return true;
+        },
+        () => false,
+      );
+      if (ok) break;
+      if (Date.now() > until || hap.exitCode !== null) throw new Error("haproxy did not start");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    console.log(
+      `host: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, load ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(" ")}, node ${process.version}`,
+    );
+    const targets: Target[] = [
+      { name: "direct", ...BACKEND },
+      { name: "haproxy", ...HAPROXY },
+      { name: "passlb", ...PASSLB },
+    ];
+    const res = new Map<string, { mbps: number[]; cps: number[]; p50: number[]; p99: number[] }>();
+    for (const t of targets) res.set(t.name, { mbps: [], cps: [], p50: [], p99: [] });
+    const quick = process.argv.includes("--rate-only");
+    for (let r = 0; r < rounds; r++) {
+      if (quick) {
+        for (const t of targets)
+          console.log(t.name, (await connectionRate(t, 3)).toFixed(0), "connections/s");
+        continue;
+      }
+      for (const t of targets) res.get(t.name)!.mbps.push(await throughput(t));
+      for (const t of targets) res.get(t.name)!.cps.push(await connectionRate(t, 3));
+      for (const t of targets) {
+        const l = await latency(t, 3);
+        res.get(t.name)!.p50.push(l.p50);
+        res.get(t.name)!.p99.push(l.p99);
+      }
+    }
+    if (quick) return;
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const m = (name: string) => {
+      const x = res.get(name)!;
+      return { mbps: median(x.mbps), cps: median(x.cps), p50: median(x.p50), p99: median(x.p99) };
+    };
+    const d = m("direct");
+    const h = m("haproxy");
+    const p = m("passlb");
+    console.log(`rounds: ${rounds} (medians)`);
+    console.log("path      throughput MB/s   connections/s   p50 µs   p99 µs   added p99 µs");
+    for (const [name, x] of [
+      ["direct", d],
+      ["haproxy", h],
+      ["passlb", p],
+    ] as const)
+      console.log(
+        `${name.padEnd(9)} ${x.mbps.toFixed(0).padStart(15)} ${x.cps.toFixed(0).padStart(15)} ${x.p50.toFixed(0).padStart(8)} ${x.p99.toFixed(0).padStart(8)} ${(name === "direct" ? "-" : (x.p99 - d.p99).toFixed(0)).padStart(14)}`,
+      );
+    console.log(
+      `ratio passlb/haproxy: throughput ${(p.mbps / h.mbps).toFixed(2)} (goal ≥ 1.0), connection rate ${(p.cps / h.cps).toFixed(2)} (goal ≥ 0.7)`,
+    );
+  } finally {
+    await Promise.all(
+      procs.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            const hard = setTimeout(() => c.kill("SIGKILL"), 3000);
+            c.once("exit", () => {
+              clearTimeout(hard);
+              resolve();
+            });
+            if (c.connected) c.disconnect();
+            else c.kill("SIGTERM");
+          }),
+      ),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

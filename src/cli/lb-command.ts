@@ -1,0 +1,86 @@
+/**
+ * `passlb lb -f DIR --dataplane userspace|auto`: the LB host. Plans the Services (with
+ * `ipMode: Proxy`, as Kubernetes defines it for a proxying LB), probes the member nodes
+ * and runs the userspace proxy on every VIP:port until stopped. `--loopback` applies the
+ * quickstart's loopback rewrite first. The nftables data plane is the nft branch's; this
+ * command says so when auto or the request would pick it.
+ */
+import type { Command } from "commander";
+import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
+import { serviceForwarding } from "../dataplane/forwarding-state.ts";
+import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
+import { planSnapshot } from "../plan/planner.ts";
+import { HttpProber } from "../quickstart/http-prober.ts";
+import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
+import { type CliIo, loadSnapshot } from "./load-input.ts";
+import type { RunEnv } from "./up-command.ts";
+
+interface LbOptions {
+  filename: string[];
+  dataplane: string;
+  proxyProtocol?: boolean;
+  loopback?: boolean;
+  duration?: string;
+}
+
+export function registerLbCommand(
+  program: Command,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+  env: RunEnv,
+): void {
+  program
+    .command("lb")
+    .description("run the load balancer for the planned Services (userspace proxy)")
+    .option(
+      "-f, --filename <path>",
+      "manifest file or directory; repeatable",
+      (v: string, p: string[]) => [...p, v],
+      [],
+    )
+    .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
+    .option("--proxy-protocol", "send PROXY protocol v2 to the nodes")
+    .option("--loopback", "apply the loopback rewrite of passlb up (docs/quickstart.md)")
+    .option("--duration <seconds>", "stop by itself after this many seconds")
+    .action(async (opts: LbOptions) => {
+      const requested = opts.dataplane as DataplaneRequest;
+      const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: env.hasNft(), requested });
+      if (!choice.ok || choice.dataplane !== "userspace") {
+        io.stderr(
+          `error: ${choice.ok ? `${choice.reason}: the nftables data plane is not in this build; use --dataplane userspace` : choice.reason}\n`,
+        );
+        setExitCode(1);
+        return;
+      }
+      const loaded = await loadSnapshot(opts.filename, io);
+      if (!loaded) {
+        setExitCode(2);
+        return;
+      }
+      const snapshot = opts.loopback ? loopbackSnapshot(loaded).snapshot : loaded;
+      const { plans } = planSnapshot(snapshot, { ipMode: "Proxy" });
+      const lb = new UserspaceLb({ seed: 0x5eed, proxyProtocol: opts.proxyProtocol ?? false });
+      const apply = async () => {
+        const findings = await lb.update(
+          plans.map((p) => serviceForwarding(p, prober.lookup, { seed: 0x5eed })),
+        );
+        for (const f of findings) io.stderr(`${f.severity}: ${f.code}: ${f.subject}: ${f.message}\n`);
+      };
+      const prober: HttpProber = new HttpProber({ onChange: () => void apply() });
+      prober.setPlans(plans);
+      await apply();
+      io.stdout(`passlb lb: data plane userspace (${choice.reason})\n`);
+      for (const p of plans)
+        for (const v of p.vips) io.stdout(`  ${p.service}: ingress ${v.address} ipMode ${p.ipMode}\n`);
+      const signal = env.shutdownSignal();
+      await new Promise<void>((resolve) => {
+        const t = opts.duration ? setTimeout(resolve, Number(opts.duration) * 1000) : undefined;
+        signal.addEventListener("abort", () => {
+          if (t) clearTimeout(t);
+          resolve();
+        });
+      });
+      await prober.close();
+      await lb.close();
+    });
+}

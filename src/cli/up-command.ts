@@ -1,0 +1,189 @@
+/**
+ * `passlb up [-f DIR]`: the quickstart. Runs a folder of manifests (by default the bundled
+ * examples/quickstart) on this machine — echo pods, node agents, health probes and the
+ * userspace LB, all on 127.0.0.0/8 after the loopback rewrite — prints what runs and how to
+ * try it, then a live view until Ctrl-C (or `--duration`, or `--once`). A second instance
+ * finds the first through the control port and says so. docs/quickstart.md.
+ *
+ * `--dataplane nftables` (the network-namespace lab) is not in this build; `auto` picks
+ * userspace here and says why.
+ */
+import { fileURLToPath } from "node:url";
+import type { Command } from "commander";
+import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
+import { ControlServer, DEFAULT_CONTROL_PORT } from "../quickstart/control-server.ts";
+import { renderLiveLines, renderLiveView } from "../quickstart/live-view.ts";
+import { QuickstartRun } from "../quickstart/quickstart-run.ts";
+import { tryLines } from "../quickstart/try-lines.ts";
+import type { CliIo } from "./load-input.ts";
+
+/** What only the composition root knows about the host and the process. */
+export interface HostFacts {
+  readonly stdoutIsTTY: boolean;
+  readonly isRoot: boolean;
+  readonly hasNft: () => boolean;
+}
+
+export interface RunEnv extends HostFacts {
+  /** fires on the first SIGINT or SIGTERM */
+  readonly shutdownSignal: () => AbortSignal;
+}
+
+export const BUNDLED_EXAMPLE = fileURLToPath(new URL("../../examples/quickstart", import.meta.url));
+
+interface UpOptions {
+  filename?: string;
+  dataplane: string;
+  duration?: string;
+  once?: boolean;
+  controlPort: string;
+  probeInterval: string;
+  refresh?: string;
+}
+
+export function registerUpCommand(
+  program: Command,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+  env: RunEnv,
+): void {
+  program
+    .command("up")
+    .description(
+      "run a folder of manifests on this machine — pods, node agents, health checks and the LB — with a live view",
+    )
+    .option("-f, --filename <dir>", "folder of manifests (default: the bundled examples/quickstart)")
+    .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
+    .option("--duration <seconds>", "stop by itself after this many seconds")
+    .option("--once", "start, show the view once, stop")
+    .option(
+      "--control-port <port>",
+      "127.0.0.1 port of the status endpoint and single-instance check",
+      String(DEFAULT_CONTROL_PORT),
+    )
+    .option("--probe-interval <ms>", "health probe interval in milliseconds (plans say GKE's 8 s)", "1000")
+    .option("--refresh <seconds>", "live view period (default 1 on a terminal, 5 otherwise)")
+    .action(async (opts: UpOptions) => {
+      setExitCode(await runUp(opts, io, env));
+    });
+}
+
+async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
+  const requested = opts.dataplane as DataplaneRequest;
+  if (!["auto", "userspace", "nftables"].includes(requested)) {
+    io.stderr(`error: --dataplane must be auto, userspace or nftables, not ${opts.dataplane}\n`);
+    return 2;
+  }
+  const choice = chooseDataplane({
+    isRoot: env.isRoot,
+    hasNft: requested === "userspace" ? false : env.hasNft(),
+    requested,
+  });
+  if (!choice.ok) {
+    io.stderr(`error: ${choice.reason}\n`);
+    return 1;
+  }
+  let reason = choice.reason;
+  if (choice.dataplane === "nftables") {
+    if (requested === "nftables") {
+      io.stderr(
+        "error: passlb up --dataplane nftables (the network-namespace lab) is not in this build; use --dataplane userspace\n",
+      );
+      return 1;
+    }
+    reason = "auto: the nftables lab is not in this build, so the userspace proxy";
+  }
+  const dir = opts.filename ?? BUNDLED_EXAMPLE;
+  const port = Number(opts.controlPort);
+  const probeMs = Number(opts.probeInterval);
+  const duration = opts.duration === undefined ? undefined : Number(opts.duration);
+  if (
+    !Number.isInteger(port) ||
+    port < 0 ||
+    port > 65535 ||
+    !(probeMs >= 50) ||
+    (duration !== undefined && !(duration > 0))
+  ) {
+    io.stderr("error: --control-port, --probe-interval or --duration is not a valid number\n");
+    return 2;
+  }
+  const run = new QuickstartRun({ dir, probeIntervalMs: probeMs, log: (l) => io.stderr(`${l}\n`) });
+  const control = await ControlServer.start(port, () => ({
+    dir,
+    startedAt: new Date(run.startedAt).toISOString(),
+    state: run.liveState(),
+  }));
+  if (control.kind === "already_running") {
+    io.stderr(
+      `passlb up is already running (folder ${control.dir}, since ${control.startedAt}); stop it with Ctrl-C there, or see http://127.0.0.1:${port}/\n`,
+    );
+    await run.close();
+    return 1;
+  }
+  if (control.kind === "port_busy") {
+    io.stderr(
+      `error: cannot open the control port: ${control.message} (choose another with --control-port)\n`,
+    );
+    await run.close();
+    return 1;
+  }
+  const signal = env.shutdownSignal();
+  io.stdout(`passlb up: data plane userspace (${reason}); folder ${dir}\n`);
+  io.stdout(
+    "  addresses are rewritten to loopback: VIPs 127.0.1.x, nodes 127.0.2.x, pods 127.0.3.x, clients 127.0.4.x; ports < 1024 + 8000\n",
+  );
+  const started = await run.start();
+  for (const n of started.notes)
+    if (n.severity !== "info") io.stderr(`${n.code}: ${n.subject}: ${n.message}\n`);
+  if (!started.ok) {
+    for (const e of started.errors) io.stderr(`error: ${e}\n`);
+    await run.close();
+    await control.server.close();
+    return started.errors.some((e) => /EADDRINUSE/.test(e)) ? 1 : 2;
+  }
+  const snap = run.snapshot!;
+  io.stdout(
+    `running: ${snap.pods.length} pods, ${snap.nodes.length} node agents, LB for ${run.plans.length} Services; status at http://127.0.0.1:${control.server.port}/\n`,
+  );
+  const tryText = `try:\n${tryLines(run.plans, snap.config)
+    .map((l) => `  ${l}\n`)
+    .join("")}`;
+  io.stdout(tryText);
+  io.stdout(
+    `edit the files in ${dir} (scale pods, switch a Service to Cluster, delete a node): the view follows within seconds\n\n`,
+  );
+
+  const tty = env.stdoutIsTTY;
+  const refreshMs = (opts.refresh === undefined ? (tty ? 1 : 5) : Number(opts.refresh)) * 1000;
+  const draw = () => {
+    const state = run.liveState();
+    // on a terminal the view is redrawn in place, with the try lines kept on top
+    io.stdout(tty ? `\x1b[H\x1b[J${tryText}\n${renderLiveView(state)}` : renderLiveLines(state));
+  };
+  await new Promise<void>((resolve) => {
+    const timers: Array<ReturnType<typeof setTimeout>> = [];
+    const finish = () => {
+      for (const t of timers) clearTimeout(t);
+      clearInterval(view);
+      signal.removeEventListener("abort", finish);
+      resolve();
+    };
+    const view = setInterval(draw, Math.max(200, refreshMs));
+    if (opts.once) {
+      view.unref();
+      timers.push(
+        setTimeout(() => {
+          draw();
+          finish();
+        }, 1500),
+      );
+    }
+    if (duration !== undefined) timers.push(setTimeout(finish, duration * 1000));
+    if (signal.aborted) finish();
+    else signal.addEventListener("abort", finish, { once: true });
+  });
+  await run.close();
+  await control.server.close();
+  io.stdout("\npasslb up: stopped; every listener, pod and agent is closed\n");
+  return 0;
+}

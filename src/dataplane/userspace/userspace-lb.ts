@@ -1,0 +1,349 @@
+/**
+ * Adapter: the userspace load balancer. Owns one TCP or UDP listener per VIP:port of every
+ * planned Service and forwards each new connection or flow to a node's nodePort, chosen by
+ * lb-route.ts from the Service's forwarding state (Maglev table, health, weights, zones).
+ *
+ * Semantics (DESIGN.md "Data path", userspace mode):
+ *   - an established TCP connection stays on its node whatever the table does later; a
+ *     UDP flow stays until idle (`udpIdleMs`) or until its node stops taking new flows;
+ *   - ClientIP session affinity keeps a client on its node for `timeoutSeconds` after its
+ *     last connection (Kubernetes ClientIPConfig; 10800 s when unset);
+ *   - sources outside `loadBalancerSourceRanges` are refused (TCP reset, UDP dropped);
+ *   - optional PROXY protocol v2 towards the node carries the client address;
+ *   - the status this data plane reports is `ipMode: Proxy` (Kubernetes LoadBalancerIngress):
+ *     the planner is run with that mode by the caller.
+ * `update` is level-triggered: the listeners that should exist are opened, those no longer
+ * wanted are closed, the others switch to the new forwarding state in place.
+ */
+import { createServer, type Server, type Socket } from "node:net";
+import type { ServiceForwarding } from "../forwarding-state.ts";
+import { FlowTable } from "./flow-table.ts";
+import { chooseNode, type LbRoute, parseSourceRanges, sourceAllowed } from "./lb-route.ts";
+import { encodeProxyV2 } from "./proxy-protocol.ts";
+import { destroyAll, plainAddress, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
+import { UdpRelay } from "./udp-proxy.ts";
+
+export interface LbEvent {
+  readonly kind: "connection" | "flow" | "denied" | "unreachable" | "no_backend";
+  readonly service: string;
+  readonly listener: string;
+  readonly vip: string;
+  readonly client: string;
+  readonly node?: string;
+}
+
+export interface LbFinding {
+  readonly code:
+    | "listener_bind_failed"
+    | "listener_conflict"
+    | "listener_no_node_port"
+    | "protocol_unsupported";
+  readonly severity: "error" | "warning";
+  readonly subject: string;
+  readonly message: string;
+}
+
+export interface UserspaceLbOptions {
+  readonly seed: number;
+  readonly proxyProtocol?: boolean;
+  readonly udpIdleMs?: number;
+  readonly connectTimeoutMs?: number;
+  /** the zone of a client address (PasslbConfig zones), for zonal affinity */
+  readonly clientZone?: (address: string) => string | undefined;
+  readonly now?: () => number;
+  readonly onEvent?: (event: LbEvent) => void;
+}
+
+interface Listening {
+  readonly key: string;
+  readonly protocol: "TCP" | "UDP";
+  route: LbRoute;
+  nodePort: number;
+  readonly server?: Server;
+  readonly relay?: UdpRelay;
+}
+
+const DEFAULT_AFFINITY_SECONDS = 10800;
+
+export class UserspaceLb {
+  readonly #o: UserspaceLbOptions;
+  readonly #now: () => number;
+  readonly #listeners = new Map<string, Listening>();
+  readonly #sockets: SocketSet = new Set();
+  readonly #affinity = new Map<string, FlowTable<string>>();
+  #closed = false;
+
+  constructor(options: UserspaceLbOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** `TCP 127.0.1.1:8080` for every open listener */
+  listening(): string[] {
+    return [...this.#listeners.keys()].sort();
+  }
+
+  get openSockets(): number {
+    return this.#sockets.size;
+  }
+
+  async update(services: readonly ServiceForwarding[]): Promise<LbFinding[]> {
+    if (this.#closed) return [];
+    const findings: LbFinding[] = [];
+    const wanted = new Map<
+      string,
+      { route: LbRoute; protocol: "TCP" | "UDP"; nodePort: number; ip: string }
+    >();
+    for (const svc of services) {
+      const plan = svc.plan;
+      const affinity = plan.sessionAffinity.type === "ClientIP";
+      if (affinity) {
+        const ms = (plan.sessionAffinity.timeoutSeconds ?? DEFAULT_AFFINITY_SECONDS) * 1000;
+        const t = this.#affinity.get(plan.service);
+        if (!t) this.#affinity.set(plan.service, new FlowTable({ idleMs: ms }));
+      } else this.#affinity.delete(plan.service);
+      const ranges = parseSourceRanges(plan.sourceRanges);
+      for (const fw of svc.listeners) {
+        const l = plan.listeners.find((x) => x.protocol === fw.protocol && x.port === fw.port);
+        if (fw.protocol === "SCTP") {
+          findings.push(
+            finding(
+              "protocol_unsupported",
+              "warning",
+              plan.service,
+              fw.listener,
+              "SCTP is not proxied in userspace",
+            ),
+          );
+          continue;
+        }
+        if (!l?.nodePort) {
+          findings.push(
+            finding(
+              "listener_no_node_port",
+              "warning",
+              plan.service,
+              fw.listener,
+              "no nodePort to forward to",
+            ),
+          );
+          continue;
+        }
+        for (const vip of plan.vips) {
+          const key = `${fw.protocol} ${vip.family === "IPv6" ? `[${vip.address}]` : vip.address}:${fw.port}`;
+          if (wanted.has(key)) {
+            findings.push(
+              finding(
+                "listener_conflict",
+                "error",
+                plan.service,
+                fw.listener,
+                `${key} is already used by ${wanted.get(key)!.route.service}`,
+              ),
+            );
+            continue;
+          }
+          const route: LbRoute = {
+            service: plan.service,
+            vip: vip.address,
+            forwarding: fw,
+            backendsByNode: new Map(fw.backends.map((b) => [b.node, b])),
+            sourceRanges: ranges,
+            clientIpAffinity: affinity,
+            seed: this.#o.seed,
+          };
+          wanted.set(key, { route, protocol: fw.protocol, nodePort: l.nodePort, ip: vip.address });
+        }
+      }
+    }
+    for (const [key, l] of this.#listeners) {
+      if (wanted.has(key)) continue;
+      this.#listeners.delete(key);
+      // established connections of a removed listener finish on their own
+      await closeListening(l, false);
+    }
+    for (const [key, w] of wanted) {
+      const existing = this.#listeners.get(key);
+      if (existing) {
+        existing.route = w.route;
+        existing.nodePort = w.nodePort;
+        // UDP flows whose node no longer takes new flows choose again on their next datagram
+        existing.relay?.dropFlows((t) => !w.route.backendsByNode.has(t.owner));
+        continue;
+      }
+      try {
+        this.#listeners.set(key, await this.#open(key, w.protocol, w.ip, w.route, w.nodePort));
+      } catch (e) {
+        findings.push(
+          finding(
+            "listener_bind_failed",
+            "error",
+            w.route.service,
+            w.route.forwarding.listener,
+            `${key}: ${(e as Error).message}`,
+          ),
+        );
+      }
+    }
+    return findings;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const all = [...this.#listeners.values()];
+    this.#listeners.clear();
+    await destroyAll(this.#sockets);
+    await Promise.all(all.map((l) => closeListening(l, true)));
+    this.#affinity.clear();
+  }
+
+  async #open(
+    key: string,
+    protocol: "TCP" | "UDP",
+    ip: string,
+    route: LbRoute,
+    nodePort: number,
+  ): Promise<Listening> {
+    const port = route.forwarding.port;
+    if (protocol === "UDP") {
+      const entry: Listening = { key, protocol, route, nodePort };
+      const relay = new UdpRelay({
+        address: ip,
+        port,
+        idleMs: this.#o.udpIdleMs ?? 30_000,
+        now: this.#now,
+        choose: (rinfo) => {
+          const r = entry.route;
+          const client = plainAddress(rinfo.address);
+          const base = { service: r.service, listener: r.forwarding.listener, vip: r.vip, client };
+          if (!sourceAllowed(r.sourceRanges, client)) {
+            this.#o.onEvent?.({ kind: "denied", ...base });
+            return undefined;
+          }
+          const b = chooseNode(
+            r,
+            this.#client(client, rinfo.port),
+            this.#affinity.get(r.service),
+            this.#now(),
+          );
+          const host = b && (r.vip.includes(":") ? b.addresses.IPv6 : b.addresses.IPv4);
+          if (!b || !host) {
+            this.#o.onEvent?.({ kind: "no_backend", ...base });
+            return undefined;
+          }
+          this.#o.onEvent?.({ kind: "flow", ...base, node: b.node });
+          return { host, port: entry.nodePort, owner: b.node };
+        },
+        ...(this.#o.proxyProtocol
+          ? {
+              outbound: (rinfo, payload) =>
+                Buffer.concat([
+                  encodeProxyV2({
+                    transport: "UDP",
+                    srcAddr: plainAddress(rinfo.address),
+                    srcPort: rinfo.port,
+                    dstAddr: ip,
+                    dstPort: port,
+                  }),
+                  payload,
+                ]),
+            }
+          : {}),
+      });
+      await relay.listen();
+      return Object.assign(entry, { relay });
+    }
+    const server = createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
+    const entry: Listening = { key, protocol, route, nodePort, server };
+    server.on("connection", (socket) => {
+      if (this.#closed) {
+        socket.destroy();
+        return;
+      }
+      this.#sockets.add(socket);
+      socket.once("close", () => this.#sockets.delete(socket));
+      socket.on("error", () => socket.destroy());
+      void this.#onTcp(entry, socket);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host: ip, port, exclusive: true }, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    return entry;
+  }
+
+  #client(address: string, port: number) {
+    return { address, port, zone: this.#o.clientZone?.(address) };
+  }
+
+  async #onTcp(entry: Listening, socket: Socket): Promise<void> {
+    const r = entry.route;
+    const client = plainAddress(socket.remoteAddress);
+    const clientPort = socket.remotePort ?? 0;
+    const base = { service: r.service, listener: r.forwarding.listener, vip: r.vip, client };
+    if (!sourceAllowed(r.sourceRanges, client)) {
+      this.#o.onEvent?.({ kind: "denied", ...base });
+      socket.resetAndDestroy();
+      return;
+    }
+    let avoid: string | undefined;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const b = chooseNode(
+        r,
+        this.#client(client, clientPort),
+        this.#affinity.get(r.service),
+        this.#now(),
+        avoid,
+      );
+      const host = b && (r.vip.includes(":") ? b.addresses.IPv6 : b.addresses.IPv4);
+      if (!b || !host) break;
+      const header = this.#o.proxyProtocol
+        ? encodeProxyV2({
+            transport: "TCP",
+            srcAddr: client,
+            srcPort: clientPort,
+            dstAddr: r.vip,
+            dstPort: r.forwarding.port,
+          })
+        : undefined;
+      const ok = await spliceTcp(
+        socket,
+        { host, port: entry.nodePort },
+        { connectTimeoutMs: this.#o.connectTimeoutMs ?? 3000, ...(header ? { header } : {}) },
+        this.#sockets,
+      );
+      if (ok) {
+        this.#o.onEvent?.({ kind: "connection", ...base, node: b.node });
+        return;
+      }
+      this.#o.onEvent?.({ kind: "unreachable", ...base, node: b.node });
+      if (socket.destroyed) return;
+      avoid = b.node;
+    }
+    if (!socket.destroyed) {
+      this.#o.onEvent?.({ kind: "no_backend", ...base });
+      socket.resetAndDestroy();
+    }
+  }
+}
+
+function finding(
+  code: LbFinding["code"],
+  severity: LbFinding["severity"],
+  service: string,
+  listener: string,
+  message: string,
+): LbFinding {
+  return { code, severity, subject: `Service ${service} ${listener}`, message };
+}
+
+async function closeListening(l: Listening, wait: boolean): Promise<void> {
+  if (l.relay) await l.relay.close();
+  const s = l.server;
+  if (!s) return;
+  const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+  if (wait) await closed;
+}

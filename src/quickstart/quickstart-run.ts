@@ -1,0 +1,315 @@
+/**
+ * Adapter: everything `passlb up` runs in one process, for a folder of manifests — the
+ * echo pods, one userspace node proxy (agent) per node, the health prober and the
+ * userspace LB — after the loopback rewrite (loopback-rewrite.ts). The folder is polled:
+ * when a file changes, the whole folder is read again and every part is brought to the new
+ * desired state (level-triggered); input with problems keeps the last good state running.
+ *
+ * Flow: snapshot → planSnapshot(ipMode Proxy) → serviceForwarding(plan, prober) → LB;
+ * snapshot → nodePortRoutes(node) → each node proxy; snapshot → echo pods.
+ * Deliberately not here: the terminal, signals, the lock — up-command.ts does those.
+ */
+import { stat } from "node:fs/promises";
+import { listManifestFiles, readManifests } from "../cluster/manifest-files.ts";
+import { serviceForwarding } from "../dataplane/forwarding-state.ts";
+import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
+import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
+import { type LbEvent, UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
+import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
+import type { Snapshot } from "../k8s/snapshot.ts";
+import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
+import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
+import { createPlanCache, planSnapshot } from "../plan/planner.ts";
+import { EchoPods, echoPodSpecs } from "./echo-pods.ts";
+import { HttpProber } from "./http-prober.ts";
+import type { LiveService, LiveState } from "./live-view.ts";
+import { loopbackSnapshot, type RewriteNote } from "./loopback-rewrite.ts";
+import { RecentConnections } from "./recent-connections.ts";
+
+export interface QuickstartOptions {
+  readonly dir: string;
+  readonly seed?: number;
+  /** health probe interval override (default 1000 ms) */
+  readonly probeIntervalMs?: number;
+  /** folder poll period (default 1000 ms) */
+  readonly pollMs?: number;
+  readonly windowMs?: number;
+  readonly udpIdleMs?: number;
+  readonly now?: () => number;
+  /** progress and problems, one line each */
+  readonly log: (line: string) => void;
+}
+
+export interface QuickstartStart {
+  readonly ok: boolean;
+  readonly notes: readonly RewriteNote[];
+  readonly errors: readonly string[];
+}
+
+const MAX_EVENTS = 6;
+
+export class QuickstartRun {
+  readonly #o: QuickstartOptions;
+  readonly #now: () => number;
+  readonly #seed: number;
+  readonly #lb: UserspaceLb;
+  readonly #prober: HttpProber;
+  readonly #pods = new EchoPods();
+  readonly #agents = new Map<string, { proxy: NodeProxy; address: string }>();
+  readonly #stopped = new Set<string>();
+  readonly #recent: RecentConnections;
+  readonly #cache = createPlanCache();
+  readonly #events: string[] = [];
+  readonly startedAt: number;
+  #snapshot: Snapshot | undefined;
+  #plans: readonly LoadBalancerPlan[] = [];
+  #signature = "";
+  #poll: ReturnType<typeof setInterval> | undefined;
+  #busy: Promise<void> = Promise.resolve();
+  #closed = false;
+  #zones: Array<{ zone: string; cidr: NonNullable<ReturnType<typeof parseCidr>> }> = [];
+
+  constructor(options: QuickstartOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+    this.#seed = options.seed ?? 0x5eed;
+    this.startedAt = this.#now();
+    this.#recent = new RecentConnections({ windowMs: options.windowMs ?? 10_000 });
+    this.#prober = new HttpProber({
+      intervalMs: options.probeIntervalMs ?? 1000,
+      now: this.#now,
+      onChange: () => void this.#queue(async () => void (await this.#applyLb())),
+    });
+    this.#lb = new UserspaceLb({
+      seed: this.#seed,
+      proxyProtocol: true,
+      udpIdleMs: options.udpIdleMs ?? 30_000,
+      now: this.#now,
+      clientZone: (a) => this.#clientZone(a),
+      onEvent: (e) => this.#onLbEvent(e),
+    });
+  }
+
+  get plans(): readonly LoadBalancerPlan[] {
+    return this.#plans;
+  }
+
+  get snapshot(): Snapshot | undefined {
+    return this.#snapshot;
+  }
+
+  async start(): Promise<QuickstartStart> {
+    const loaded = await this.#load();
+    if (!loaded.snapshot) return { ok: false, notes: [], errors: loaded.errors };
+    const errors = await this.#apply(loaded.snapshot);
+    this.#poll = setInterval(() => this.#queue(() => this.#checkFolder()), this.#o.pollMs ?? 1000);
+    return { ok: errors.length === 0, notes: loaded.notes, errors };
+  }
+
+  /** Stops one node's agent (a node failure) until `startAgent`; the prober notices. */
+  stopAgent(node: string): Promise<void> {
+    return this.#queue(async () => {
+      this.#stopped.add(node);
+      const a = this.#agents.get(node);
+      this.#agents.delete(node);
+      await a?.proxy.close();
+      this.#event(`agent on ${node} stopped`);
+    });
+  }
+
+  startAgent(node: string): Promise<void> {
+    return this.#queue(async () => {
+      this.#stopped.delete(node);
+      if (this.#snapshot) await this.#applyAgents(this.#snapshot);
+    });
+  }
+
+  /** Reads the folder again now (the poll does this on changes). */
+  reload(): Promise<void> {
+    return this.#queue(() => this.#checkFolder(true));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#poll) clearInterval(this.#poll);
+    await this.#busy.catch(() => {});
+    await this.#prober.close();
+    await this.#lb.close();
+    await Promise.all([...this.#agents.values()].map((a) => a.proxy.close()));
+    this.#agents.clear();
+    await this.#pods.close();
+  }
+
+  liveState(): LiveState {
+    const now = this.#now();
+    const services: LiveService[] = [];
+    for (const plan of this.#plans) {
+      const fw = serviceForwarding(plan, this.#prober.lookup, { seed: this.#seed });
+      const first = fw.listeners[0];
+      const active = new Set(first?.backends.map((b) => b.node) ?? []);
+      const check = plan.healthChecks[0];
+      const counts = this.#recent.counts(plan.service, now);
+      const podNodes = new Map<string, string>();
+      for (const p of this.#snapshot?.pods ?? [])
+        podNodes.set(`${p.metadata.namespace ?? "default"}/${p.metadata.name ?? ""}`, p.spec.nodeName ?? "");
+      const pods = [...counts.keys()]
+        .sort()
+        .map((pod) => ({ pod, node: podNodes.get(pod) ?? "?", connections: counts.get(pod)! }));
+      const notes: string[] = [];
+      if (plan.weighted) notes.push("weighted");
+      if (plan.zonalAffinity) notes.push("zonal");
+      if (plan.sessionAffinity.type === "ClientIP") notes.push("ClientIP affinity");
+      if (plan.sourceRanges.length > 0) notes.push(`from ${plan.sourceRanges.join(" ")}`);
+      services.push({
+        service: plan.service,
+        listeners: plan.vips.flatMap((v) =>
+          plan.listeners.map((l) => `${l.protocol} ${v.address}:${l.port}`),
+        ),
+        policy: plan.externalTrafficPolicy,
+        notes,
+        failOpen: first?.failOpen ?? false,
+        nodes: plan.members.map((m) => {
+          const h = check
+            ? this.#prober.lookup(plan.service, check.id, m.node)
+            : { state: "unknown" as const };
+          const weight = check?.readsWeight && h.weight !== undefined ? h.weight : m.weight;
+          return { node: m.node, zone: m.zone, health: h.state, weight, active: active.has(m.node) };
+        }),
+        pods,
+      });
+    }
+    return {
+      now,
+      startedAt: this.startedAt,
+      windowSeconds: Math.round(this.#recent.windowMs / 1000),
+      services,
+      events: [...this.#events],
+    };
+  }
+
+  #queue(fn: () => Promise<void>): Promise<void> {
+    const next = this.#busy.then(() => (this.#closed ? undefined : fn()));
+    this.#busy = next.catch((e) => this.#o.log(`error: ${(e as Error).message}`));
+    return this.#busy;
+  }
+
+  #event(text: string): void {
+    const t = new Date(this.#now()).toISOString().slice(11, 19);
+    this.#events.push(`${t} ${text}`);
+    if (this.#events.length > MAX_EVENTS) this.#events.shift();
+  }
+
+  #clientZone(address: string): string | undefined {
+    const ip = parseIp(address);
+    if (!ip) return undefined;
+    return this.#zones.find((z) => cidrContains(z.cidr, ip))?.zone;
+  }
+
+  #onLbEvent(e: LbEvent): void {
+    if (e.kind === "denied") this.#recent.record(e.service, "(refused: source range)", this.#now());
+    else if (e.kind === "no_backend") this.#recent.record(e.service, "(no backend)", this.#now());
+  }
+
+  async #folderSignature(): Promise<string> {
+    const files = await listManifestFiles(this.#o.dir);
+    const parts: string[] = [];
+    for (const f of files) {
+      const s = await stat(f).catch(() => undefined);
+      parts.push(`${f}:${s?.mtimeMs ?? 0}:${s?.size ?? 0}`);
+    }
+    return parts.join("|");
+  }
+
+  async #load(): Promise<{ snapshot?: Snapshot; notes: RewriteNote[]; errors: string[] }> {
+    try {
+      this.#signature = await this.#folderSignature();
+      const read = await readManifests([this.#o.dir], async () => "");
+      const decoded = decodeDocuments(read.documents);
+      const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
+      if (problems.length > 0) return { notes: [], errors: problems };
+      const { snapshot, notes } = loopbackSnapshot(decoded.snapshot);
+      return { snapshot, notes, errors: [] };
+    } catch (e) {
+      return { notes: [], errors: [(e as Error).message] };
+    }
+  }
+
+  async #checkFolder(force = false): Promise<void> {
+    const sig = await this.#folderSignature().catch(() => "");
+    if (!force && sig === this.#signature) return;
+    const loaded = await this.#load();
+    if (!loaded.snapshot) {
+      this.#event(`folder has problems; keeping the last good state: ${loaded.errors[0] ?? ""}`);
+      this.#o.log(`reload: ${loaded.errors.length} problem(s); keeping the last good state`);
+      for (const e of loaded.errors) this.#o.log(`  ${e}`);
+      return;
+    }
+    const errors = await this.#apply(loaded.snapshot);
+    this.#event(`reloaded ${this.#o.dir}${errors.length > 0 ? ` (${errors.length} error(s))` : ""}`);
+    for (const e of errors) this.#o.log(`error: ${e}`);
+  }
+
+  async #apply(snapshot: Snapshot): Promise<string[]> {
+    this.#snapshot = snapshot;
+    this.#zones = snapshot.config.zones.flatMap((z) =>
+      z.clientCIDRs.map((c) => parseCidr(c, true)).flatMap((cidr) => (cidr ? [{ zone: z.name, cidr }] : [])),
+    );
+    const result = planSnapshot(
+      snapshot,
+      { ipMode: "Proxy", previous: new Map(this.#plans.map((p) => [p.service, p])) },
+      this.#cache,
+    );
+    this.#plans = result.plans;
+    const errors = [...(await this.#pods.update(echoPodSpecs(snapshot.pods)))];
+    errors.push(...(await this.#applyAgents(snapshot)));
+    this.#prober.setPlans(this.#plans);
+    errors.push(...(await this.#applyLb()));
+    return errors;
+  }
+
+  async #applyAgents(snapshot: Snapshot): Promise<string[]> {
+    const errors: string[] = [];
+    const wanted = new Map<string, string>();
+    for (const n of snapshot.nodes) {
+      const name = n.metadata.name ?? "";
+      const addr = n.status?.addresses?.find(
+        (a) => a.type === "InternalIP" && !a.address.includes(":"),
+      )?.address;
+      if (name && addr && !this.#stopped.has(name)) wanted.set(name, addr);
+    }
+    for (const [name, a] of this.#agents)
+      if (wanted.get(name) !== a.address) {
+        this.#agents.delete(name);
+        await a.proxy.close();
+      }
+    for (const [name, address] of wanted) {
+      let a = this.#agents.get(name);
+      if (!a) {
+        const proxy = new NodeProxy({
+          node: name,
+          address,
+          seed: this.#seed,
+          acceptProxyProtocol: true,
+          sendProxyProtocol: true,
+          udpIdleMs: this.#o.udpIdleMs ?? 30_000,
+          now: this.#now,
+          onEvent: (e) => {
+            if ((e.kind === "connection" || e.kind === "flow") && e.pod)
+              this.#recent.record(e.service, e.pod, this.#now());
+          },
+        });
+        a = { proxy, address };
+        this.#agents.set(name, a);
+      }
+      errors.push(...(await a.proxy.update(nodePortRoutes(snapshot, name))));
+    }
+    return errors;
+  }
+
+  async #applyLb(): Promise<string[]> {
+    const fw = this.#plans.map((p) => serviceForwarding(p, this.#prober.lookup, { seed: this.#seed }));
+    const findings = await this.#lb.update(fw);
+    return findings.filter((f) => f.severity === "error").map((f) => `${f.subject}: ${f.message}`);
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * The userspace LB's socket behaviour on loopback (127.0.6.0/24 for backends and VIPs,
+ * 127.0.7.0/24 for clients): half-close, backpressure isolation, a refusing node, source
+ * ranges for TCP, the PROXY v2 header, and nothing left open after close().
+ */
+import assert from "node:assert/strict";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { after, before, test } from "node:test";
+import { ALL_UNKNOWN, serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
+import { decodeProxyV2 } from "../../src/dataplane/userspace/proxy-protocol.ts";
+import { UserspaceLb } from "../../src/dataplane/userspace/userspace-lb.ts";
+import { testPlan } from "./plans.ts";
+
+const PORT = 18600;
+const servers: Server[] = [];
+const sockets = new Set<Socket>();
+let lb: UserspaceLb;
+let headers: Buffer[] = [];
+
+function serve(host: string, handler: (s: Socket) => void): Promise<void> {
+  const srv = createServer({ allowHalfOpen: true }, (s) => {
+    sockets.add(s);
+    s.once("close", () => sockets.delete(s));
+    s.on("error", () => {});
+    handler(s);
+  });
+  servers.push(srv);
+  return new Promise((resolve) => srv.listen({ host, port: PORT }, resolve));
+}
+
+before(async () => {
+  // node "echo": echoes, and on the client's FIN writes "done" and ends
+  await serve("127.0.6.2", (s) => {
+    s.on("data", (d) => s.write(d));
+    s.on("end", () => s.end("done"));
+  });
+  // node "stuck": accepts and never reads
+  await serve("127.0.6.3", (s) => s.pause());
+  // node "pp": records the first bytes (a PROXY header) and answers "ok"
+  await serve("127.0.6.4", (s) =>
+    s.once("data", (d) => {
+      headers.push(d);
+      s.end("ok");
+    }),
+  );
+  lb = new UserspaceLb({ seed: 7, proxyProtocol: false, connectTimeoutMs: 1000 });
+  const fw = (p: ReturnType<typeof testPlan>) => serviceForwarding(p, ALL_UNKNOWN, { seed: 7 });
+  const findings = await lb.update([
+    fw(testPlan("127.0.6.10", PORT, PORT, { echo: "127.0.6.2" })),
+    fw(testPlan("127.0.6.11", PORT, PORT, { stuck: "127.0.6.3" })),
+    // "gone" has no listener: every connection it gets is retried on "echo"
+    fw(testPlan("127.0.6.12", PORT, PORT, { echo: "127.0.6.2", gone: "127.0.6.9" })),
+    fw(
+      testPlan("127.0.6.13", PORT, PORT, { echo: "127.0.6.2" }, (p) => {
+        p.sourceRanges = ["127.0.7.0/24"];
+      }),
+    ),
+  ]);
+  assert.deepEqual(findings, []);
+});
+
+after(async () => {
+  await lb.close();
+  for (const s of sockets) s.destroy();
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+});
+
+function exchange(host: string, payload: string, localAddress = "127.0.0.1"): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host, port: PORT, localAddress, allowHalfOpen: true });
+    let got = "";
+    const t = setTimeout(() => {
+      s.destroy();
+      reject(new Error(`timeout; got ${JSON.stringify(got)}`));
+    }, 3000);
+    s.setEncoding("utf8");
+    s.on("data", (d: string) => (got += d));
+    s.on("error", (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    s.on("end", () => {
+      clearTimeout(t);
+      s.end();
+      resolve(got);
+    });
+    s.on("connect", () => s.end(payload)); // write, then half-close
+  });
+}
+
+test("half-close: the client's FIN reaches the node, whose answer still comes back", async () => {
+  assert.equal(await exchange("127.0.6.10", "abc"), "abcdone");
+});
+
+test("a stuck node holds only its own connection; others flow meanwhile", async () => {
+  const stuck = connect({ host: "127.0.6.11", port: PORT });
+  stuck.on("error", () => {});
+  const big = Buffer.alloc(1 << 20);
+  await new Promise<void>((resolve) => stuck.once("connect", resolve));
+  let writes = 0;
+  while (stuck.write(big) && writes < 64) writes++; // fill until backpressure
+  const t0 = Date.now();
+  const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => exchange("127.0.6.10", `x${i}`)));
+  assert.ok(answers.every((a, i) => a === `x${i}done`));
+  assert.ok(Date.now() - t0 < 2000, `${Date.now() - t0} ms`);
+  stuck.destroy();
+});
+
+test("a node that refuses: the connection is retried on another member", async () => {
+  for (let i = 0; i < 20; i++) assert.equal(await exchange("127.0.6.12", "r"), "rdone");
+});
+
+test("TCP source ranges: outside is reset, inside is served", async () => {
+  await assert.rejects(exchange("127.0.6.13", "no", "127.0.0.1"), /ECONNRESET|EPIPE/);
+  assert.equal(await exchange("127.0.6.13", "yes", "127.0.7.5"), "yesdone");
+});
+
+test("PROXY v2: the node reads the client address and the VIP first", async () => {
+  const pp = new UserspaceLb({ seed: 7, proxyProtocol: true });
+  try {
+    await pp.update([
+      serviceForwarding(testPlan("127.0.6.14", PORT, PORT, { pp: "127.0.6.4" }), ALL_UNKNOWN, { seed: 7 }),
+    ]);
+    headers = [];
+    assert.equal(await exchange("127.0.6.14", "hi", "127.0.7.9"), "ok");
+    const d = decodeProxyV2(headers[0]!);
+    assert.equal(d.kind, "header");
+    if (d.kind === "header") {
+      assert.equal(d.addresses?.srcAddr, "127.0.7.9");
+      assert.equal(d.addresses?.dstAddr, "127.0.6.14");
+      assert.equal(d.addresses?.dstPort, PORT);
+    }
+  } finally {
+    await pp.close();
+  }
+});
+
+test("close() leaves no socket and no listener", async () => {
+  const open = connect({ host: "127.0.6.10", port: PORT });
+  open.on("error", () => {});
+  await new Promise<void>((resolve) => open.once("connect", resolve));
+  await new Promise((r) => setTimeout(r, 50));
+  assert.ok(lb.openSockets >= 1);
+  await lb.close();
+  assert.equal(lb.openSockets, 0);
+  assert.deepEqual(lb.listening(), []);
+  await assert.rejects(exchange("127.0.6.10", "z"), /ECONNREFUSED/);
+  open.destroy();
+});

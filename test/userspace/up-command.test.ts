@@ -1,0 +1,69 @@
+/**
+ * `passlb up` as a user runs it (a child process, no root, loopback only): it starts the
+ * bundled example, serves traffic, refuses a second instance, and stops cleanly on SIGINT
+ * within a bounded time, leaving its ports free.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { connect } from "node:net";
+import { after, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { httpGet, until } from "./clients.ts";
+
+const BIN = fileURLToPath(new URL("../../bin/passlb.js", import.meta.url));
+const CONTROL = String(17460 + (process.pid % 500));
+const children: ChildProcess[] = [];
+
+function start(args: string[]): { child: ChildProcess; out: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [BIN, "up", "--control-port", CONTROL, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let text = "";
+  child.stdout!.on("data", (d) => (text += d));
+  child.stderr!.on("data", (d) => (text += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, out: () => text, exited };
+}
+
+after(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+});
+
+function portClosed(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port });
+    s.once("connect", () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once("error", () => resolve(true));
+  });
+}
+
+test("passlb up starts the example, serves traffic, refuses a second instance and stops on SIGINT", {
+  timeout: 30_000,
+}, async () => {
+  const first = start(["--duration", "25", "--refresh", "1"]);
+  await until(() => first.out().includes("running:"), 15_000, `"running:" in ${first.out()}`);
+  assert.match(first.out(), /curl -s http:\/\/127\.0\.1\.3:8080\//);
+  const a = await httpGet("127.0.1.3", 8080);
+  assert.match(a.pod, /^demo\/web-\d$/);
+  assert.match(a.client, /^127\.0\.0\.1:/);
+
+  const second = start(["--duration", "5"]);
+  assert.equal(await second.exited, 1);
+  assert.match(second.out(), /already running/);
+
+  // plain periodic lines when stdout is not a terminal
+  await until(() => /\[\d+s\] demo\/web TCP 127\.0\.1\.3:8080 Local/.test(first.out()), 5000, "a live line");
+
+  const t0 = Date.now();
+  first.child.kill("SIGINT");
+  assert.equal(await first.exited, 0);
+  assert.ok(Date.now() - t0 < 5000, "stops within 5 s");
+  assert.match(first.out(), /stopped/);
+  assert.ok(await portClosed("127.0.1.3", 8080), "the VIP listener is gone");
+  assert.ok(await portClosed("127.0.2.11", 30080), "the node agent is gone");
+  assert.ok(await portClosed("127.0.0.1", Number(CONTROL)), "the control port is free");
+});
