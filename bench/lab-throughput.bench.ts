@@ -28,7 +28,7 @@ import { readManifests } from "../src/cluster/manifest-files.ts";
 import { AgentDataplane } from "../src/dataplane/agent-dataplane.ts";
 import { agentNft } from "../src/dataplane/agent-nft.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { labDown, labUp } from "../src/lab/lab-runner.ts";
+import { labDown, labUp, nftablesLbUnavailable } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 
 const arg = (name: string, fallback: number) => {
@@ -125,9 +125,12 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main(): Promise<void> {
   if (!prerequisites()) return;
   const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
-  const hasLb = program.commands.some((c) => c.name() === "lb");
+  const noLb = await nftablesLbUnavailable(REPO);
+  const hasLb = noLb === undefined;
+  if (noLb) say(`lab-throughput: ${noLb}; the LB host routes the VIP to the node instead`);
   const agentCmd = program.commands.find((c) => c.name() === "agent");
-  const realAgent = agentCmd?.options.some((o) => o.long === "--dataplane") ?? false;
+  const realAgent =
+    agentCmd?.options.find((o) => o.long === "--dataplane")?.description.includes("nftables") ?? false;
   const options = {
     repoRoot: REPO,
     agents: realAgent,

@@ -13,6 +13,7 @@ import {
   labExec,
   labStatus,
   labUp,
+  nftablesLbUnavailable,
   readTopologyFile,
 } from "../lab/lab-runner.ts";
 import type { CliIo } from "./load-input.ts";
@@ -58,14 +59,15 @@ export function registerLabCommand(program: Command, io: CliIo, setExitCode: (co
     .action(async (o: CommonOptions & { agents: boolean; lb: boolean }) => {
       try {
         const agent = program.commands.find((c) => c.name() === "agent");
-        const hasLb = program.commands.some((c) => c.name() === "lb");
         const agents = o.agents && agent !== undefined;
-        const lb = o.lb && hasLb;
         if (o.agents && !agent)
           io.stderr("passlb lab: this build has no `passlb agent`: nodes get no agent\n");
-        if (o.lb && !hasLb)
-          io.stderr("passlb lab: this build has no `passlb lb`: the LB namespace only routes\n");
-        const dataplane = agent?.options.some((x) => x.long === "--dataplane") ?? false;
+        // the LB only when this build's `passlb lb` really runs nftables (probed)
+        const noLb = o.lb ? await nftablesLbUnavailable(REPO_ROOT) : undefined;
+        const lb = o.lb && noLb === undefined;
+        if (noLb) io.stderr(`passlb lab: ${noLb}; the LB namespace only routes\n`);
+        const dataplane =
+          agent?.options.find((x) => x.long === "--dataplane")?.description.includes("nftables") ?? false;
         const { options } = prepare(o, {
           agents,
           lb,

@@ -9,7 +9,17 @@
  * except the state directory.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { readManifests } from "../cluster/manifest-files.ts";
@@ -160,12 +170,50 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
     log(`${layout.nodes.length} agents running`);
   }
   if (options.lb ?? true) {
-    start("lb", layout.lb, ["bin/passlb.js", "lb", `--manifests=${manifestsDir}`, ...(options.lbArgs ?? [])]);
+    start("lb", layout.lb, ["bin/passlb.js", "lb", "-f", manifestsDir, ...(options.lbArgs ?? [])]);
     await waitFor("the LB", () => hasAnyTable(layout.lb.ns), processes);
     log("LB running");
   }
   save();
   return state();
+}
+
+/**
+ * Whether this build's `passlb lb` runs the nftables data plane: starts it in a throwaway
+ * namespace on an empty manifest folder and waits (at most 10 s) until it either programs
+ * a table (yes) or exits (no: its message is the reason). Returns the reason, or undefined.
+ */
+export async function nftablesLbUnavailable(repoRoot: string): Promise<string | undefined> {
+  const ns = `plbprobe${process.pid}`;
+  const dir = mkdtempSync(join(tmpdir(), "plb-lbprobe-"));
+  spawnSync("ip", ["netns", "del", ns]);
+  if (spawnSync("ip", ["netns", "add", ns]).status !== 0) return "cannot create a network namespace";
+  let stderr = "";
+  const child = spawn(
+    "ip",
+    ["netns", "exec", ns, process.execPath, "bin/passlb.js", "lb", "--dataplane=nftables", "-f", dir],
+    { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    stderr += d;
+  });
+  let exited = false;
+  child.on("exit", () => {
+    exited = true;
+  });
+  try {
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      if (exited) return `passlb lb --dataplane nftables exits here: ${tail(stderr) || "no message"}`;
+      if (hasAnyTable(ns)) return undefined;
+      await sleep(100);
+    }
+    return "passlb lb --dataplane nftables programmed no table within 10 s";
+  } finally {
+    if (!exited && child.pid !== undefined) signal(child.pid, "SIGKILL");
+    spawnSync("ip", ["netns", "del", ns]);
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export type LabScript = "echo-server" | "lab-client";

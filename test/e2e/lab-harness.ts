@@ -28,6 +28,7 @@ import {
   labDown,
   labRestart,
   labUp,
+  nftablesLbUnavailable,
   writeLabManifests,
 } from "../../src/lab/lab-runner.ts";
 import { parseTopology, type Topology } from "../../src/lab/topology.ts";
@@ -48,9 +49,8 @@ export function labUnavailable(): string | undefined {
 
 /** Whether this build's `passlb agent` programs DNAT itself. */
 export function agentHasDataplane(): boolean {
-  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
-  const agent = program.commands.find((c) => c.name() === "agent");
-  return agent?.options.some((o) => o.long === "--dataplane") ?? false;
+  const agent = commands().find((c) => c.name() === "agent");
+  return agent?.options.find((o) => o.long === "--dataplane")?.description.includes("nftables") ?? false;
 }
 
 function commands() {
@@ -59,11 +59,9 @@ function commands() {
 }
 
 /** Why the LB-path tests cannot run in this build, if they cannot. */
-export function lbUnavailable(): string | undefined {
-  if (!commands().some((c) => c.name() === "lb"))
-    return "this build has no `passlb lb` (the nftables LB host)";
-  if (!agentHasDataplane()) return "this build's `passlb agent` has no --dataplane (node DNAT)";
-  return undefined;
+export async function lbUnavailable(): Promise<string | undefined> {
+  if (!agentHasDataplane()) return "this build's `passlb agent` has no --dataplane nftables (node DNAT)";
+  return nftablesLbUnavailable(REPO_ROOT);
 }
 
 /** Whether `passlb lb` probes node health (it then has a health or probe option). */
@@ -210,7 +208,7 @@ export async function startLab(
     agents: realAgents,
     lb: options.lb ?? false,
     agentArgs: realAgents ? ["--dataplane=nftables", "--sync-period=5"] : [],
-    lbArgs: ["--dataplane=nftables", "--poll-ms=200"],
+    lbArgs: ["--dataplane=nftables"],
   };
   t.after(async () => {
     // PASSLB_KEEP_LAB=1 leaves the lab up for a look (then: passlb lab down -f …)

@@ -12,7 +12,7 @@ import { labUnavailable, lbProbesHealth, lbUnavailable, sleep, startLab } from "
 import { spreadProblem } from "./stats.ts";
 
 const TOPOLOGY = "test/fixtures/lab/e2e/topology.yaml";
-const why = labUnavailable() ?? lbUnavailable();
+const why = labUnavailable() ?? (await lbUnavailable());
 
 test("LB path: weights, Cluster, zonal affinity, affinity, ranges, UDP, IPv6, long-lived connections", {
   timeout: 150_000,
