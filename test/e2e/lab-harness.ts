@@ -64,7 +64,7 @@ export async function lbUnavailable(): Promise<string | undefined> {
   return nftablesLbUnavailable(REPO_ROOT);
 }
 
-/** Whether `passlb lb` probes node health (it then has a health or probe option). */
+/** Whether `passlb lb` probes node health: it then has an option about it (`--no-probe`). */
 export function lbProbesHealth(): boolean {
   const lb = commands().find((c) => c.name() === "lb");
   return lb?.options.some((o) => /health|probe/.test(o.long ?? "")) ?? false;
