@@ -7,11 +7,12 @@
 // concurrent clients each doing connect / 1-byte request / answer / close for 3 s), and
 // latency at 1,000 requests/s (10 kept-alive connections × 100 requests/s, 1-byte ping-pong,
 // 3 s): p50/p99 and the p99 each proxy adds over direct.
-// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 2]
+// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 2] [--naive] [--rate-only]
+// (--naive adds a minimal Node proxy as a fourth path; --rate-only measures connection rate only)
 // Needs haproxy; as root it is installed with apt-get when missing, else the bench says so
 // and exits 0. Loopback only; every child process is killed at the end.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Socket } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,6 +27,7 @@ const HAPROXY = { host: "127.0.5.3", port: 18080 };
 const STREAM_BYTES = 128 * 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 
+const NAIVE = process.argv.includes("--naive");
 const role = process.argv[process.argv.indexOf("--role") + 1];
 if (process.argv.includes("--role") && role === "backend") await runBackend();
 else if (process.argv.includes("--role") && role === "passlb") await runPasslb();
@@ -190,6 +192,16 @@ async function latency(t: Target, seconds: number): Promise<{ p50: number; p99: 
   return { p50: q(0.5), p99: q(0.99), n: samples.length };
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); NaN elsewhere. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime in clock ticks
+  } catch {
+    return Number.NaN;
+  }
+}
+
 function child(roleName: string): Promise<ChildProcess> {
   const self = fileURLToPath(import.meta.url);
   const prof = process.env.PLB_BENCH_PROF === roleName ? ["--cpu-prof", "--cpu-prof-dir=/tmp/plbprof"] : [];
@@ -280,18 +292,54 @@ async function main(): Promise<void> {
       { name: "direct", ...BACKEND },
       { name: "haproxy", ...HAPROXY },
       { name: "passlb", ...PASSLB },
+      ...(NAIVE ? [{ name: "naive", host: "127.0.5.4", port: 18080 }] : []),
     ];
-    const res = new Map<string, { mbps: number[]; cps: number[]; p50: number[]; p99: number[] }>();
-    for (const t of targets) res.set(t.name, { mbps: [], cps: [], p50: [], p99: [] });
+    const res = new Map<
+      string,
+      { mbps: number[]; cps: number[]; p50: number[]; p99: number[]; cpuPerConn: number[] }
+    >();
+    for (const t of targets) res.set(t.name, { mbps: [], cps: [], p50: [], p99: [], cpuPerConn: [] });
+    const pidOf: Record<string, number | undefined> = {
+      haproxy: hap.pid,
+      passlb: procs[1]!.pid,
+      direct: procs[0]!.pid,
+    };
+    if (NAIVE) {
+      // a minimal Node proxy (createServer + connect + pipe), to tell Node's cost from ours
+      const naive = spawn(
+        process.execPath,
+        [fileURLToPath(new URL("naive-node-proxy.mjs", import.meta.url))],
+        {
+          stdio: "inherit",
+        },
+      );
+      procs.push(naive);
+      pidOf.naive = naive.pid;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    /** connections/s, and the CPU µs per connection of the path's proxy (the backend's for direct) */
+    const measureRate = async (t: Target) => {
+      const before = cpuSeconds(pidOf[t.name]);
+      const rate = await connectionRate(t, 3);
+      const used = cpuSeconds(pidOf[t.name]) - before;
+      res.get(t.name)!.cps.push(rate);
+      res.get(t.name)!.cpuPerConn.push((used * 1e6) / (rate * 3));
+      return rate;
+    };
     const quick = process.argv.includes("--rate-only");
     for (let r = 0; r < rounds; r++) {
       if (quick) {
         for (const t of targets)
-          console.log(t.name, (await connectionRate(t, 3)).toFixed(0), "connections/s");
+          console.log(
+            t.name,
+            (await measureRate(t)).toFixed(0),
+            "connections/s",
+            `${res.get(t.name)!.cpuPerConn.at(-1)!.toFixed(0)} µs CPU each`,
+          );
         continue;
       }
       for (const t of targets) res.get(t.name)!.mbps.push(await throughput(t));
-      for (const t of targets) res.get(t.name)!.cps.push(await connectionRate(t, 3));
+      for (const t of targets) await measureRate(t);
       for (const t of targets) {
         const l = await latency(t, 3);
         res.get(t.name)!.p50.push(l.p50);
@@ -302,20 +350,27 @@ async function main(): Promise<void> {
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const m = (name: string) => {
       const x = res.get(name)!;
-      return { mbps: median(x.mbps), cps: median(x.cps), p50: median(x.p50), p99: median(x.p99) };
+      return {
+        mbps: median(x.mbps),
+        cps: median(x.cps),
+        p50: median(x.p50),
+        p99: median(x.p99),
+        cpu: median(x.cpuPerConn),
+      };
     };
     const d = m("direct");
     const h = m("haproxy");
     const p = m("passlb");
     console.log(`rounds: ${rounds} (medians)`);
-    console.log("path      throughput MB/s   connections/s   p50 µs   p99 µs   added p99 µs");
+    console.log("path      throughput MB/s   connections/s   CPU µs/conn   p50 µs   p99 µs   added p99 µs");
     for (const [name, x] of [
       ["direct", d],
       ["haproxy", h],
       ["passlb", p],
+      ...(NAIVE ? [["naive", m("naive")] as const] : []),
     ] as const)
       console.log(
-        `${name.padEnd(9)} ${x.mbps.toFixed(0).padStart(15)} ${x.cps.toFixed(0).padStart(15)} ${x.p50.toFixed(0).padStart(8)} ${x.p99.toFixed(0).padStart(8)} ${(name === "direct" ? "-" : (x.p99 - d.p99).toFixed(0)).padStart(14)}`,
+        `${name.padEnd(9)} ${x.mbps.toFixed(0).padStart(15)} ${x.cps.toFixed(0).padStart(15)} ${x.cpu.toFixed(0).padStart(13)} ${x.p50.toFixed(0).padStart(8)} ${x.p99.toFixed(0).padStart(8)} ${(name === "direct" ? "-" : (x.p99 - d.p99).toFixed(0)).padStart(14)}`,
       );
     console.log(
       `ratio passlb/haproxy: throughput ${(p.mbps / h.mbps).toFixed(2)} (goal ≥ 1.0), connection rate ${(p.cps / h.cps).toFixed(2)} (goal ≥ 0.7)`,

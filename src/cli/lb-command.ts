@@ -10,8 +10,8 @@ import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-data
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
 import { planSnapshot } from "../plan/planner.ts";
-import { HttpProber } from "../quickstart/http-prober.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
+import { ProberHealth } from "../quickstart/prober-health.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 import type { RunEnv } from "./up-command.ts";
 
@@ -66,7 +66,7 @@ export function registerLbCommand(
         );
         for (const f of findings) io.stderr(`${f.severity}: ${f.code}: ${f.subject}: ${f.message}\n`);
       };
-      const prober: HttpProber = new HttpProber({ onChange: () => void apply() });
+      const prober: ProberHealth = new ProberHealth({ onChange: () => void apply() });
       prober.setPlans(plans);
       await apply();
       io.stdout(`passlb lb: data plane userspace (${choice.reason})\n`);

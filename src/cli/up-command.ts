@@ -111,6 +111,11 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   const control = await ControlServer.start(port, () => ({
     dir,
     startedAt: new Date(run.startedAt).toISOString(),
+    // what a controller would write to each Service's status (ipMode Proxy: a proxying LB)
+    status: run.plans.map((p) => ({
+      service: p.service,
+      loadBalancer: { ingress: p.vips.map((v) => ({ ip: v.address, ipMode: p.ipMode })) },
+    })),
     state: run.liveState(),
   }));
   if (control.kind === "already_running") {
@@ -145,6 +150,8 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   io.stdout(
     `running: ${snap.pods.length} pods, ${snap.nodes.length} node agents, LB for ${run.plans.length} Services; status at http://127.0.0.1:${control.server.port}/\n`,
   );
+  for (const p of run.plans)
+    io.stdout(`  ${p.service}: ingress ${p.vips.map((v) => v.address).join(", ")} (ipMode ${p.ipMode})\n`);
   const tryText = `try:\n${tryLines(run.plans, snap.config)
     .map((l) => `  ${l}\n`)
     .join("")}`;
@@ -175,7 +182,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
         setTimeout(() => {
           draw();
           finish();
-        }, 1500),
+        }, 3000),
       );
     }
     if (duration !== undefined) timers.push(setTimeout(finish, duration * 1000));

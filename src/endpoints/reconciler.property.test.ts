@@ -152,6 +152,8 @@ test("the memos never change a result: a warm sync equals a cold one", () => {
         // replace a few positions (same length: the patching path), possibly with new Pods
         const next = [...pods];
         for (const e of edits) if (next.length > 0) next[e.at % next.length] = makePod(e.i, e.ready, e.alt);
+        // a snapshot never holds two Pods of one name (decoding rejects duplicates)
+        fc.pre(new Set(next.map((p) => p.metadata.name)).size === next.length);
         const warm = reconcileService(
           { service: svc, pods: next, nodes, slices: stored },
           { maxEndpointsPerSlice: max },

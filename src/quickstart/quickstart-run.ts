@@ -21,9 +21,9 @@ import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import { EchoPods, echoPodSpecs } from "./echo-pods.ts";
-import { HttpProber } from "./http-prober.ts";
 import type { LiveService, LiveState } from "./live-view.ts";
 import { loopbackSnapshot, type RewriteNote } from "./loopback-rewrite.ts";
+import { ProberHealth } from "./prober-health.ts";
 import { RecentConnections } from "./recent-connections.ts";
 
 export interface QuickstartOptions {
@@ -53,7 +53,7 @@ export class QuickstartRun {
   readonly #now: () => number;
   readonly #seed: number;
   readonly #lb: UserspaceLb;
-  readonly #prober: HttpProber;
+  readonly #prober: ProberHealth;
   readonly #pods = new EchoPods();
   readonly #agents = new Map<string, { proxy: NodeProxy; address: string }>();
   readonly #stopped = new Set<string>();
@@ -75,9 +75,9 @@ export class QuickstartRun {
     this.#seed = options.seed ?? 0x5eed;
     this.startedAt = this.#now();
     this.#recent = new RecentConnections({ windowMs: options.windowMs ?? 10_000 });
-    this.#prober = new HttpProber({
+    this.#prober = new ProberHealth({
       intervalMs: options.probeIntervalMs ?? 1000,
-      now: this.#now,
+      seed: this.#seed,
       onChange: () => void this.#queue(async () => void (await this.#applyLb())),
     });
     this.#lb = new UserspaceLb({

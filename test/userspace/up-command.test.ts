@@ -45,8 +45,20 @@ test("passlb up starts the example, serves traffic, refuses a second instance an
   timeout: 30_000,
 }, async () => {
   const first = start(["--duration", "25", "--refresh", "1"]);
-  await until(() => first.out().includes("running:"), 15_000, `"running:" in ${first.out()}`);
+  // the "try:" lines follow "running:" in a later chunk: wait for the line we check
+  await until(
+    () => first.out().includes("curl -s http://127.0.1.3:8080/"),
+    15_000,
+    `try lines in ${first.out()}`,
+  );
   assert.match(first.out(), /curl -s http:\/\/127\.0\.1\.3:8080\//);
+  assert.match(first.out(), /demo\/web: ingress 127\.0\.1\.3 \(ipMode Proxy\)/);
+  const status = (await (await fetch(`http://127.0.0.1:${CONTROL}/`)).json()) as {
+    status: Array<{ service: string; loadBalancer: { ingress: Array<{ ip: string; ipMode: string }> } }>;
+  };
+  assert.deepEqual(status.status.find((s) => s.service === "demo/web")?.loadBalancer.ingress, [
+    { ip: "127.0.1.3", ipMode: "Proxy" },
+  ]);
   const a = await httpGet("127.0.1.3", 8080);
   assert.match(a.pod, /^demo\/web-\d$/);
   assert.match(a.client, /^127\.0\.0\.1:/);

@@ -1,0 +1,77 @@
+/**
+ * Adapter: the health prober (src/health/prober.ts) as the `HealthLookup` the forwarding
+ * state consumes. Targets come from the plans (state-probe-targets.ts: one target per
+ * check, node address and family, shared by every Service that uses it); a lookup for
+ * (Service, check, node) reads the state of that node's target. Any transition or weight
+ * change calls `onChange`, so the caller rebuilds its forwarding state.
+ *
+ * `intervalMs` may replace the plans' intervals (and caps the timeouts) so that a demo
+ * reacts in seconds rather than GKE's 8 s × 3; thresholds stay as planned.
+ */
+import type { HealthLookup, MemberHealth } from "../dataplane/forwarding-state.ts";
+import { realClock } from "../health/clock.ts";
+import { probeOnce } from "../health/probe-once.ts";
+import { Prober } from "../health/prober.ts";
+import { type ProbeTarget, probeTargets } from "../health/state-probe-targets.ts";
+import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
+
+export interface ProberHealthOptions {
+  readonly intervalMs?: number;
+  readonly seed?: number;
+  readonly onChange: () => void;
+}
+
+export class ProberHealth {
+  readonly #o: ProberHealthOptions;
+  readonly #prober: Prober;
+  /** `service|check|node` → target keys (one per address family) */
+  #index = new Map<string, string[]>();
+
+  constructor(options: ProberHealthOptions) {
+    this.#o = options;
+    this.#prober = new Prober({
+      clock: realClock(),
+      probe: (t) => probeOnce(t),
+      seed: options.seed ?? 1,
+      maxConcurrent: 64,
+      onEvent: () => this.#o.onChange(),
+    });
+  }
+
+  readonly lookup: HealthLookup = (service, checkId, node): MemberHealth => {
+    const keys = this.#index.get(`${service}|${checkId}|${node}`);
+    if (!keys) return { state: "unknown" };
+    const states = this.#prober.states();
+    let worst: MemberHealth = { state: "healthy" };
+    for (const k of keys) {
+      const h = states.get(k);
+      const state = h?.state ?? "unknown";
+      if (state === "unhealthy" || (state === "unknown" && worst.state === "healthy"))
+        worst = h?.weight === undefined ? { state } : { state, weight: h.weight };
+      else if (worst.weight === undefined && h?.weight !== undefined)
+        worst = { state: worst.state, weight: h.weight };
+    }
+    return worst;
+  };
+
+  setPlans(plans: readonly LoadBalancerPlan[]): void {
+    const every = this.#o.intervalMs;
+    const targets: ProbeTarget[] = probeTargets(plans).map((t) =>
+      every === undefined ? t : { ...t, intervalMs: every, timeoutMs: Math.min(t.timeoutMs, every) },
+    );
+    const index = new Map<string, string[]>();
+    for (const t of targets)
+      for (const u of t.users) {
+        const k = `${u.service}|${u.check}|${u.node}`;
+        const list = index.get(k);
+        if (list) list.push(t.key);
+        else index.set(k, [t.key]);
+      }
+    this.#index = index;
+    this.#prober.setTargets(targets);
+  }
+
+  close(): Promise<void> {
+    return this.#prober.close();
+  }
+}
