@@ -1,6 +1,6 @@
 /**
  * The lab's addressing plan and build steps (docs/lab.md "Addressing"), from a topology:
- * every host's network namespace, addresses and routes, as a list of `ip`/`sysctl`
+ * every host's network namespace, addresses and routes, as a list of `ip` and `/proc/sys`
  * commands an adapter runs in order. Pure and deterministic: the same topology always
  * gives the same addresses, so tests and docs can rely on them.
  *
@@ -154,8 +154,9 @@ function buildCommands(
 ): string[][] {
   const cmds: string[][] = [];
   const ipn = (host: LabHost, ...args: string[]) => cmds.push(["ip", "-n", host.ns, ...args]);
+  // Kernel settings are written to /proc/sys from inside the namespace (no procps needed).
   const sysctl = (host: LabHost, ...settings: string[]) =>
-    cmds.push(["ip", "netns", "exec", host.ns, "sysctl", "-qw", ...settings]);
+    cmds.push(["ip", "netns", "exec", host.ns, "sh", "-c", procSysScript(settings)]);
   const pods = nodes.flatMap((n) => n.pods);
   const all: LabHost[] = [lb, ...clients, ...nodes, ...pods];
   for (const h of all) {
@@ -230,4 +231,14 @@ function buildCommands(
       }
     }
   return cmds;
+}
+
+/** `a.b.c=v` settings as one shell line writing /proc/sys/a/b/c (names here have no dots). */
+export function procSysScript(settings: readonly string[]): string {
+  return settings
+    .map((kv) => {
+      const [key, value] = kv.split("=");
+      return `echo ${value} > /proc/sys/${key!.replaceAll(".", "/")}`;
+    })
+    .join(" && ");
 }

@@ -24,7 +24,7 @@ import { dirname, join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { readManifests } from "../cluster/manifest-files.ts";
 import { decodeDocuments } from "../k8s/decode.ts";
-import { type LabHost, type LabLayout, labLayout, labPrefix } from "./lab-layout.ts";
+import { type LabHost, type LabLayout, labLayout, labPrefix, procSysScript } from "./lab-layout.ts";
 import { labManifests } from "./lab-manifests.ts";
 import { parseTopology, type Topology } from "./topology.ts";
 
@@ -119,8 +119,20 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
   log(`creating ${layout.pods.length + layout.nodes.length + layout.clients.length + 1} namespaces`);
   runBatched(layout.commands);
   // bridged frames in the LB namespace must not pass through its IP hooks
-  run(["ip", "netns", "exec", layout.lb.ns, "sysctl", "-eqw", "net.bridge.bridge-nf-call-iptables=0"], true);
-  run(["ip", "netns", "exec", layout.lb.ns, "sysctl", "-eqw", "net.bridge.bridge-nf-call-ip6tables=0"], true);
+  // (the settings exist only where br_netfilter is loaded: a failure is fine)
+  for (const family of ["iptables", "ip6tables"])
+    run(
+      [
+        "ip",
+        "netns",
+        "exec",
+        layout.lb.ns,
+        "sh",
+        "-c",
+        procSysScript([`net.bridge.bridge-nf-call-${family}=0`]),
+      ],
+      true,
+    );
   const processes: LabProcess[] = [];
   const state = (): LabState => ({ name: topology.name, stateDir, manifestsDir, layout, processes });
   const save = () => writeFileSync(join(stateDir, "state.json"), `${JSON.stringify(state(), null, 2)}\n`);
