@@ -28,6 +28,7 @@ import { readManifests } from "../src/cluster/manifest-files.ts";
 import { AgentDataplane } from "../src/dataplane/agent-dataplane.ts";
 import { agentNft } from "../src/dataplane/agent-nft.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
+import { procSysScript } from "../src/lab/lab-layout.ts";
 import { labDown, labUp, nftablesLbUnavailable } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 
@@ -158,11 +159,13 @@ async function main(): Promise<void> {
     // Many short connections: let TIME_WAIT and its conntrack entries go quickly.
     for (const host of ["client", "lb", "node-1", "server"])
       exec(host, [
-        "sysctl",
-        "-qw",
-        "net.ipv4.ip_local_port_range=1024 65000",
-        "net.ipv4.tcp_tw_reuse=1",
-        "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1",
+        "sh",
+        "-c",
+        procSysScript([
+          "net.ipv4.ip_local_port_range=1024 65000",
+          "net.ipv4.tcp_tw_reuse=1",
+          "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1",
+        ]),
       ]);
     // The pod: iperf3 and an HTTP responder.
     const podHttp = join(state.stateDir, "pod-http.cfg");
@@ -224,6 +227,8 @@ async function main(): Promise<void> {
     ];
     const gbps = new Map<string, number[]>(variants.map((v) => [v.name, []]));
     const rate = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+    // The agents and the LB have just started (tsx compiles on start): let them settle.
+    await new Promise((r) => setTimeout(r, 5000));
     say(`lab-throughput: ${ROUNDS} rounds × ${SECONDS} s, wrk ${CONNECTIONS} connections, Connection: close`);
     for (let r = 0; r < ROUNDS; r++)
       for (const v of variants) {
