@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   port_in_use: "a listener could not bind its address",
   nft_failed: "nft refused a ruleset transaction",
   nft_unavailable: "the nft command or the kernel's nf_tables is not available",
+  route_failed: "ip refused a policy-routing update (rule or route for a node mark)",
   api_unreachable: "the Kubernetes API server could not be reached",
 } as const;
 

@@ -18,7 +18,7 @@
  */
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { listenerKey } from "../plan/load-balancer-plan.ts";
-import { type MaglevTable, maglevTable } from "./maglev.ts";
+import { type MaglevInput, type MaglevTable, maglevTable } from "./maglev.ts";
 import { maglevSizeFor } from "./maglev-size.ts";
 
 export type HealthState = "healthy" | "unhealthy" | "unknown";
@@ -65,6 +65,8 @@ export interface ForwardingOptions {
   readonly seed: number;
   /** table size for a number of backends; default `maglevSizeFor` */
   readonly sizeFor?: (backends: number) => number;
+  /** table builder; default `maglevTable` (a memoising one lets equal inputs share a table) */
+  readonly tableFor?: (input: MaglevInput) => MaglevTable;
 }
 
 export function serviceForwarding(
@@ -88,7 +90,7 @@ export function serviceForwarding(
       .map(({ m, weight }) => ({ node: m.node, zone: m.zone, addresses: m.addresses, weight }))
       .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
     const build = (list: readonly ActiveBackend[]) =>
-      maglevTable({
+      (options.tableFor ?? maglevTable)({
         backends: list.map((b) => ({ name: b.node, weight: b.weight })),
         size: sizeFor(list.length),
         seed: options.seed,

@@ -1,0 +1,306 @@
+/**
+ * nftables data plane benchmark (issue 6), as root, in throwaway network namespaces:
+ *   1. Maglev M vs kernel memory and load time: 40 slot maps of M elements each;
+ *   2. full sync of 1,000 Services × 100 nodes through the LbController (plan → forwarding
+ *      → render → one nft transaction), for eTP Cluster (every Service has the same 100
+ *      nodes: one shared table) and eTP Local (each Service on its own 10 nodes with
+ *      pod-count weights: 1,000 distinct tables); transaction size, kernel slab delta;
+ *   3. incremental: 100 single changes (Cluster: a node's health flips; Local: one
+ *      endpoint leaves or comes back), time from the change to the committed transaction,
+ *      p50/p99;
+ *   4. this process's peak RSS (the same code `passlb lb` runs).
+ * Baselines measured in the same run: an empty-table transaction (`nft -f` fixed cost) and
+ * a plain set with as many elements as the full sync (nft's per-element cost).
+ * Run: node --import tsx bench/nft-sync.bench.ts [--services N --nodes N --changes N]
+ * Addresses: nodes fd00:1::/64, VIPs fd00:10::/112 (ULA, nothing is sent anywhere).
+ */
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { performance } from "node:perf_hooks";
+import type { HealthState } from "../src/dataplane/forwarding-state.ts";
+import { LbController } from "../src/dataplane/lb-controller.ts";
+import { createNftApplier } from "../src/dataplane/nft-applier.ts";
+import { kernelTableSize } from "../src/dataplane/render/kernel-table-size.ts";
+import type { EndpointSlice, Node, Service } from "../src/k8s/objects.ts";
+import { DEFAULT_CONFIG, type Snapshot } from "../src/k8s/snapshot.ts";
+import { createNetns, deleteNetns, kernelSkipReason } from "../test/netns.ts";
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const SERVICES = arg("services", 1000);
+const NODES = arg("nodes", 100);
+const CHANGES = arg("changes", 100);
+const LOCAL_NODES = 10;
+
+const skip = kernelSkipReason();
+if (skip) {
+  console.log(`skipped: ${skip}`);
+  process.exit(0);
+}
+
+const slabKb = () => Number(/^Slab:\s+(\d+)/m.exec(readFileSync("/proc/meminfo", "utf8"))![1]);
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+function prng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function makeSnapshot(local: boolean): Snapshot {
+  const rand = prng(7);
+  const nodes: Node[] = Array.from({ length: NODES }, (_, i) => ({
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: `node-${i}`, labels: { "topology.kubernetes.io/zone": `zone-${i % 3}` } },
+    spec: {},
+    status: {
+      addresses: [{ type: "InternalIP", address: `fd00:1::${(i + 1).toString(16)}` }],
+      conditions: [{ type: "Ready", status: "True" }],
+    },
+  }));
+  const services: Service[] = [];
+  const endpointSlices: EndpointSlice[] = [];
+  let pod = 0;
+  for (let s = 0; s < SERVICES; s++) {
+    const name = `svc-${s}`;
+    services.push({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name,
+        namespace: "bench",
+        ...(local && { annotations: { "networking.gke.io/weighted-load-balancing": "pods-per-node" } }),
+      },
+      spec: {
+        type: "LoadBalancer",
+        ipFamilies: ["IPv6"],
+        externalTrafficPolicy: local ? "Local" : "Cluster",
+        ...(local && { healthCheckNodePort: 30000 + s }),
+        ports: [{ name: "http", port: 80, protocol: "TCP", targetPort: 8080 }],
+      },
+    });
+    const endpoints = [];
+    for (let k = 0; k < LOCAL_NODES; k++) {
+      const node = `node-${Math.floor(rand() * NODES)}`;
+      for (let p = 0; p < 1 + Math.floor(rand() * 3); p++)
+        endpoints.push({
+          addresses: [`fd00:2::${(++pod).toString(16)}`],
+          conditions: { ready: true, serving: true, terminating: false },
+          nodeName: node,
+        });
+    }
+    endpointSlices.push({
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: { name: `${name}-1`, namespace: "bench", labels: { "kubernetes.io/service-name": name } },
+      addressType: "IPv6",
+      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+      endpoints,
+    });
+  }
+  return {
+    services,
+    nodes,
+    pods: [],
+    endpointSlices,
+    endpoints: [],
+    namespaces: [],
+    config: {
+      ...DEFAULT_CONFIG,
+      defaultClass: true,
+      pools: [{ name: "bench", addresses: ["fd00:10::/112"], autoAssign: true, avoidBuggyIPs: false }],
+    },
+  };
+}
+
+// `--write-manifests DIR [--local]`: write the generated cluster as JSON manifests (for
+// measuring `passlb lb --once` itself with /usr/bin/time) and stop.
+const writeTo = process.argv.indexOf("--write-manifests");
+if (writeTo >= 0) {
+  const dir = process.argv[writeTo + 1]!;
+  const snap = makeSnapshot(process.argv.includes("--local"));
+  const { config, ...objects } = snap;
+  const items = [
+    { apiVersion: "passlb.io/v1alpha1", kind: "PasslbConfig", metadata: { name: "default" }, spec: config },
+    ...objects.nodes,
+    ...objects.services,
+    ...objects.endpointSlices,
+  ];
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}/cluster.json`, JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+  process.exit(0);
+}
+
+function nftIn(ns: string, script: string): number {
+  const t = performance.now();
+  execFileSync("ip", ["netns", "exec", ns, "nft", "-f", "-"], { input: script });
+  return performance.now() - t;
+}
+
+function elementCount(script: string): number {
+  let n = 0;
+  for (const m of script.matchAll(/^add element [^{]*\{ (.*) \}$/gm)) n += m[1]!.split(", ").length;
+  return n;
+}
+
+console.log(
+  `nft-sync bench: ${SERVICES} Services × ${NODES} nodes; node ${process.version}; load ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);
+
+// 1. M vs kernel memory and load time
+console.log("\n| M | maps | elements | load time | per element | slab delta | per map |");
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
+for (const M of arg("skip-m", 0) ? [] : [251, 1021, 4093, 16381]) {
+  const MAPS = 40;
+  const ns = createNetns("bm");
+  try {
+    const lines = ["add table inet t"];
+    for (let i = 0; i < MAPS; i++) {
+      lines.push(`add map inet t m${i} { typeof numgen inc mod 2 : meta mark; }`);
+      const els: string[] = [];
+      for (let k = 0; k < M; k++) els.push(`${k} : 0x${(0x5a000001 + ((k * 7 + i) % 100)).toString(16)}`);
+      for (let k = 0; k < els.length; k += 1024)
+        lines.push(`add element inet t m${i} { ${els.slice(k, k + 1024).join(", ")} }`);
+    }
+    const s0 = slabKb();
+    const t = nftIn(ns, `${lines.join("\n")}\n`);
+    const ds = slabKb() - s0;
+    console.log(
+      `| ${M} | ${MAPS} | ${M * MAPS} | ${ms(t)} | ${((t * 1000) / (M * MAPS)).toFixed(1)} µs | ${ds} kB | ${(ds / MAPS).toFixed(0)} kB (${((ds * 1024) / (M * MAPS)).toFixed(0)} B/element) |`,
+    );
+  } finally {
+    deleteNetns(ns);
+  }
+}
+
+// 2–4. full sync, baselines, incremental
+for (const local of [false, true]) {
+  const label = local ? "eTP Local, 10 nodes per Service, weighted" : "eTP Cluster, all nodes";
+  const ns = createNetns("bs");
+  try {
+    const snapshot = makeSnapshot(local);
+    const health = new Map<string, HealthState>();
+    const nft = createNftApplier({ netns: ns });
+    let applied = "";
+    const recording = {
+      apply: async (s: string) => {
+        applied = s;
+        await nft.apply(s);
+      },
+      check: (s: string) => nft.check(s),
+      dump: (t: string, o?: { terse?: boolean }) => nft.dump(t, o),
+    };
+    const c = new LbController({
+      table: "passlb",
+      seed: 1,
+      nft: recording,
+      health: {
+        lookup: (svc, _c, node) => ({ state: health.get(`${svc}|${node}`) ?? health.get(node) ?? "unknown" }),
+        subscribe: () => () => {},
+      },
+      timers: {
+        setTimeout: (fn, d) => setTimeout(fn, d),
+        clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+      },
+      now: () => performance.now(),
+      sizeFor: kernelTableSize(),
+      driftCheckMs: 0,
+    });
+    await c.start();
+    c.setSnapshot(snapshot, false, false);
+    const s0 = slabKb();
+    const t0 = performance.now();
+    const full = await c.syncOnce();
+    const fullMs = performance.now() - t0;
+    const slab = slabKb() - s0;
+    if (full.kind !== "ok") throw full.cause;
+    const fullScript = applied;
+    const elements = elementCount(fullScript);
+    const maps = [...c.current!.sets.keys()].filter((n) => /^m\d+$/.test(n)).length;
+    const reapplyMs = nftIn(ns, fullScript); // the same transaction again: nft's share
+    // baselines
+    const emptyRuns: number[] = [];
+    for (let i = 0; i < 20; i++)
+      emptyRuns.push(nftIn(ns, "add table inet e\ndelete table inet e\nadd table inet e\n"));
+    const emptyMs = pct(emptyRuns, 0.5);
+    const plain = ["add table inet b", "add set inet b s { type mark; }"];
+    for (let k = 0; k < elements; k += 1024) {
+      const chunk: string[] = [];
+      for (let j = k; j < Math.min(elements, k + 1024); j++) chunk.push(String(j + 1));
+      plain.push(`add element inet b s { ${chunk.join(", ")} }`);
+    }
+    const plainMs = nftIn(ns, `${plain.join("\n")}\n`);
+    // incremental
+    const latencies: number[] = [];
+    const cpus: number[] = [];
+    const sizes: number[] = [];
+    let current = snapshot;
+    for (let i = 0; i < CHANGES; i++) {
+      if (!local) {
+        const node = `node-${(i >> 1) % NODES}`;
+        if (i % 2 === 0) health.set(node, "unhealthy");
+        else health.delete(node);
+      } else {
+        const s = (i >> 1) % SERVICES;
+        const slices = [...current.endpointSlices];
+        const original = snapshot.endpointSlices[s]!;
+        slices[s] = i % 2 === 0 ? { ...original, endpoints: (original.endpoints ?? []).slice(1) } : original;
+        current = { ...current, endpointSlices: slices };
+        c.setSnapshot(current, false, false);
+      }
+      const t = performance.now();
+      const cpu = process.cpuUsage();
+      const out = await c.syncOnce();
+      latencies.push(performance.now() - t);
+      const used = process.cpuUsage(cpu);
+      cpus.push((used.user + used.system) / 1000);
+      if (out.kind !== "ok") throw out.cause;
+      sizes.push(out.bytes);
+      if (process.env.DEBUG_BENCH) console.log(i, out.kind === "ok" && out.mode, out.bytes);
+    }
+    await c.stop();
+    const rss = process.resourceUsage().maxRSS / 1024;
+    console.log(`\n### ${label}`);
+    console.log(`| measure | value |`);
+    console.log(`| --- | --- |`);
+    console.log(`| full sync (plan + forwarding + render + nft), first run | ${ms(fullMs)} |`);
+    console.log(`| of which nft (same transaction applied again) | ${ms(reapplyMs)} |`);
+    console.log(
+      `| transaction | ${(fullScript.length / 1e6).toFixed(2)} MB, ${elements} elements, ${maps} slot maps |`,
+    );
+    console.log(
+      `| kernel slab delta after the full sync | ${slab} kB (${((slab * 1024) / SERVICES).toFixed(0)} B per Service) |`,
+    );
+    console.log(
+      `| baseline: empty-table transaction (median of 20; p99 ${ms(pct(emptyRuns, 0.99))}) | ${ms(emptyMs)} (full sync = ${(fullMs / emptyMs).toFixed(0)}×) |`,
+    );
+    console.log(
+      `| baseline: plain set of ${elements} marks | ${ms(plainMs)} (nft share of full sync = ${(reapplyMs / plainMs).toFixed(2)}× the plain set) |`,
+    );
+    console.log(
+      `| incremental, ${CHANGES} changes: p50 / p99 / max | ${ms(pct(latencies, 0.5))} / ${ms(pct(latencies, 0.99))} / ${ms(Math.max(...latencies))} |`,
+    );
+    console.log(
+      `| of which this process's CPU (plan + forwarding + render; nft runs in a child): p50 / p99 | ${ms(pct(cpus, 0.5))} / ${ms(pct(cpus, 0.99))} |`,
+    );
+    console.log(
+      `| incremental transaction size p50 / max | ${pct(sizes, 0.5)} B / ${Math.max(...sizes)} B |`,
+    );
+    console.log(`| peak RSS of this process so far | ${rss.toFixed(0)} MB |`);
+  } finally {
+    deleteNetns(ns);
+  }
+}

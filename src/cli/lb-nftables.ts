@@ -1,0 +1,198 @@
+/**
+ * `passlb lb --dataplane nftables` (or auto as root with nft): the LB host's kernel data
+ * plane. Reads the manifests (polled for changes), plans, probes the member nodes, and
+ * programs the kernel through the LbController (nftables table `inet <table>` + policy
+ * routes) until the shutdown signal. On exit the kernel state is left in place: traffic
+ * keeps flowing while the process is down and the next process adopts the table without a
+ * flush (docs/dataplane-nftables.md).
+ *
+ * Wiring only. Exit codes: 0 stopped cleanly (or `--once` synced), 1 the sync failed or
+ * nft is unusable, 2 bad flags or unreadable input at start.
+ */
+import { readManifests } from "../cluster/manifest-files.ts";
+import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
+import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
+import { createNftApplier } from "../dataplane/nft-applier.ts";
+import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
+import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
+import { PasslbError } from "../errors.ts";
+import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
+import type { Snapshot } from "../k8s/snapshot.ts";
+import { planSnapshot } from "../plan/planner.ts";
+import { ProberHealth } from "../quickstart/prober-health.ts";
+import type { CliIo } from "./load-input.ts";
+
+export interface NftLbFlags {
+  filename: string[];
+  manifests: string[];
+  table: string;
+  seed: string;
+  maxTableSize: string;
+  routes: boolean;
+  probe: boolean;
+  once?: boolean;
+  pollMs: string;
+  driftCheckMs: string;
+}
+
+/** Adds the nftables flags to `passlb lb`. */
+export function addNftablesOptions(command: import("commander").Command): void {
+  command
+    .option(
+      "--manifests <path>",
+      "same as -f (watched for changes); repeatable",
+      (v: string, p: string[]) => [...p, v],
+      [],
+    )
+    .option("--table <name>", "nftables: the table (family inet) passlb owns", "passlb")
+    .option("--seed <n>", "nftables: Maglev and jhash seed; the same on every LB host", "1")
+    .option("--max-table-size <m>", "nftables: largest Maglev table in the kernel (a listed prime)", "4093")
+    .option("--no-routes", "nftables: do not install policy routes (someone else routes marked packets)")
+    .option("--no-probe", "nftables: do not probe the nodes (every member counts as serving)")
+    .option("--once", "nftables: sync once and exit")
+    .option("--poll-ms <ms>", "nftables: how often to look for manifest changes", "1000")
+    .option(
+      "--drift-check-ms <ms>",
+      "nftables: how often to compare the kernel table with what was applied",
+      "5000",
+    );
+}
+
+export async function runNftablesLb(
+  flags: NftLbFlags,
+  io: CliIo,
+  shutdownSignal: () => AbortSignal,
+): Promise<number> {
+  const paths = [...flags.filename, ...flags.manifests];
+  const seed = Number(flags.seed);
+  const maxSize = Number(flags.maxTableSize);
+  const pollMs = Number(flags.pollMs);
+  const driftMs = Number(flags.driftCheckMs);
+  if (paths.length === 0) return usage(io, "pass -f/--manifests DIR (repeatable)");
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+    return usage(io, "--seed must be 0..4294967295");
+  if (!/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/.test(flags.table))
+    return usage(io, "--table must be an nft identifier");
+  let sizeFor: (n: number) => number;
+  try {
+    sizeFor = kernelTableSize(maxSize);
+  } catch (e) {
+    return usage(io, `--max-table-size: ${(e as Error).message}`);
+  }
+  if (!(pollMs >= 50) || !(driftMs >= 0)) return usage(io, "--poll-ms must be ≥ 50 and --drift-check-ms ≥ 0");
+
+  const nft = createNftApplier();
+  try {
+    await nft.dump(flags.table, { terse: true });
+  } catch (e) {
+    const message = e instanceof PasslbError ? e.message : String(e);
+    io.stderr(
+      `error: the nftables data plane is not usable here (${message}); run as root with nft ≥ 1.0, or use the userspace proxy\n`,
+    );
+    return 1;
+  }
+  const log = (e: LbEvent) => io.stderr(`passlb lb: ${describe(e)}\n`);
+  // health: the prober plugs in as one HealthSource (members are `unknown`, i.e. serving,
+  // until probed; --no-probe keeps them so)
+  const listeners = new Set<() => void>();
+  const prober =
+    flags.probe && !flags.once
+      ? new ProberHealth({
+          onChange: () => {
+            for (const l of listeners) l();
+          },
+        })
+      : undefined;
+  const health: HealthSource | undefined = prober && {
+    lookup: prober.lookup,
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+  const controller = new LbController({
+    table: flags.table,
+    seed,
+    nft,
+    ...(flags.routes ? { routes: createPolicyRoutes() } : {}),
+    ...(health ? { health } : {}),
+    timers: {
+      setTimeout: (fn, ms) => setTimeout(fn, ms),
+      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+    },
+    now: () => performance.now(),
+    sizeFor,
+    debounceMs: 5,
+    driftCheckMs: flags.once ? 0 : driftMs,
+    onEvent: log,
+  });
+  const load = async (): Promise<{ snapshot: Snapshot; degraded: boolean } | undefined> => {
+    try {
+      const read = await readManifests(paths, io.readStdin);
+      const decoded = decodeDocuments(read.documents);
+      const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
+      for (const p of problems) io.stderr(`passlb lb: input problem: ${p}\n`);
+      prober?.setPlans(planSnapshot(decoded.snapshot).plans);
+      return { snapshot: decoded.snapshot, degraded: problems.length > 0 };
+    } catch (e) {
+      io.stderr(`passlb lb: ${(e as Error).message}\n`);
+      return undefined;
+    }
+  };
+  const first = await load();
+  if (!first) return 2;
+  await controller.start();
+  controller.setSnapshot(first.snapshot, first.degraded, !flags.once);
+  if (flags.once) {
+    const outcome = await controller.syncOnce();
+    await controller.stop();
+    await prober?.close();
+    if (outcome.kind !== "ok") {
+      io.stderr(`passlb lb: sync failed: ${(outcome.cause as Error).message}\n`);
+      return 1;
+    }
+    io.stderr(`passlb lb: ${outcome.mode} sync, ${outcome.bytes} bytes\n`);
+    return 0;
+  }
+  const signal = shutdownSignal();
+  watchManifests(paths, {
+    intervalMs: pollMs,
+    signal,
+    initial: await manifestSignature(paths),
+    onChange: () => {
+      void load().then((next) => {
+        if (next) controller.setSnapshot(next.snapshot, next.degraded);
+      });
+    },
+  });
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+  await controller.stop();
+  await prober?.close();
+  io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
+  return 0;
+}
+
+function usage(io: CliIo, message: string): number {
+  io.stderr(`error: ${message}\n`);
+  return 2;
+}
+
+function describe(e: LbEvent): string {
+  switch (e.kind) {
+    case "synced":
+      return `${e.mode} sync, ${e.bytes} bytes, ${e.ms.toFixed(1)} ms`;
+    case "sync_failed":
+      return `sync failed (retry in ${e.retryInMs} ms): ${(e.error as Error).message ?? String(e.error)}`;
+    case "adopted":
+      return `adopted the existing table (${e.sets} sets/maps, ${e.chains} chains) without a flush`;
+    case "drift":
+      return `kernel table drifted (${e.what}); full sync`;
+    case "routes_failed":
+      return `policy routes not fully installed (retrying): ${(e.error as Error).message}`;
+    case "kept_last_good":
+      return `${e.service}: kept its last good data plane (${e.reason})`;
+  }
+}

@@ -1,0 +1,195 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { readManifests } from "../cluster/manifest-files.ts";
+import { PasslbError } from "../errors.ts";
+import { decodeDocuments } from "../k8s/decode.ts";
+import type { Snapshot } from "../k8s/snapshot.ts";
+import { FakeNftApplier } from "./fake-nft-applier.ts";
+import type { HealthLookup, HealthState } from "./forwarding-state.ts";
+import { type HealthSource, LbController, type LbEvent } from "./lb-controller.ts";
+import type { PolicyRoute, RouteApplier } from "./policy-routes.ts";
+
+const FIX = "test/fixtures/nft";
+
+async function snapshotOf(...files: string[]): Promise<Snapshot> {
+  const read = await readManifests(
+    files.map((f) => `${FIX}/${f}`),
+    async () => "",
+  );
+  const { snapshot, problems } = decodeDocuments(read.documents);
+  assert.deepEqual(problems, []);
+  return snapshot;
+}
+
+class FakeHealth implements HealthSource {
+  readonly states = new Map<string, HealthState>();
+  #listeners: (() => void)[] = [];
+  readonly lookup: HealthLookup = (_s, _c, node) => ({ state: this.states.get(node) ?? "unknown" });
+  subscribe(listener: () => void) {
+    this.#listeners.push(listener);
+    return () => {
+      this.#listeners = this.#listeners.filter((l) => l !== listener);
+    };
+  }
+  set(node: string, state: HealthState) {
+    this.states.set(node, state);
+    for (const l of this.#listeners) l();
+  }
+}
+
+class FakeRoutes implements RouteApplier {
+  readonly calls: PolicyRoute[][] = [];
+  async sync(routes: readonly PolicyRoute[]) {
+    this.calls.push([...routes]);
+  }
+}
+
+function controller(nft: FakeNftApplier, extra: { health?: HealthSource; routes?: RouteApplier } = {}) {
+  const events: LbEvent[] = [];
+  const c = new LbController({
+    table: "passlb",
+    seed: 7,
+    nft,
+    timers: {
+      setTimeout: (fn, ms) => setTimeout(fn, ms),
+      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+    },
+    now: () => 0,
+    sizeFor: () => 31,
+    driftCheckMs: 0,
+    onEvent: (e) => events.push(e),
+    ...extra,
+  });
+  return { c, events };
+}
+
+const lines = (script: string | undefined) => (script ?? "").split("\n").filter((l) => l !== "");
+
+test("first pass without a table is one atomic full sync; the same input again sends nothing", async () => {
+  const nft = new FakeNftApplier();
+  const { c } = controller(nft);
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"));
+  assert.deepEqual(await c.syncOnce(), { kind: "ok", mode: "full", bytes: nft.scripts[0]!.length });
+  assert.match(nft.scripts[0]!, /^add table inet passlb\ndelete table inet passlb\n/);
+  assert.deepEqual(await c.syncOnce(), { kind: "ok", mode: "noop", bytes: 0 });
+  assert.equal(nft.scripts.length, 1);
+  const dumped = await nft.dump("passlb");
+  assert.equal(
+    dumped?.sets.get("dispatch4")?.elements.get("203.0.113.11 . tcp . 80"),
+    "goto svc_edge.web_tcp80_4",
+  );
+});
+
+test("a health change sends only the slot elements that move, through the debounced loop", async () => {
+  const nft = new FakeNftApplier();
+  const health = new FakeHealth();
+  const routes = new FakeRoutes();
+  const { c } = controller(nft, { health, routes });
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"));
+  await c.settled();
+  const before = nft.scripts.length;
+  const settled = c.settled();
+  health.set("node-a2", "unhealthy");
+  await settled;
+  assert.equal(nft.scripts.length, before + 1);
+  const update = lines(nft.scripts.at(-1));
+  assert.ok(
+    update.length > 0 && update.every((l) => /^(add|delete) element inet passlb m1 /.test(l)),
+    update.join("\n"),
+  );
+  // node-a2 is still a member: its mark stays live and routed (established flows keep it)
+  assert.equal(routes.calls.length, 2);
+  assert.deepEqual(
+    routes.calls[1]!.map((r) => r.via),
+    ["198.51.100.11", "198.51.100.12", "198.51.100.21", "fd00:198:51:100::11", "fd00:198:51:100::12"],
+  );
+  await c.stop();
+});
+
+test("drift (someone flushed the table) is detected and converged by a full sync", async () => {
+  const nft = new FakeNftApplier();
+  const { c, events } = controller(nft);
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"));
+  await c.syncOnce();
+  assert.equal(await c.checkDrift(), undefined);
+  nft.flushTable("passlb");
+  const settled = c.settled();
+  assert.match((await c.checkDrift()) ?? "", /rules changed/);
+  await settled;
+  assert.match(nft.scripts.at(-1)!, /^add table inet passlb\ndelete table inet passlb\n/);
+  assert.equal(await c.checkDrift(true), undefined);
+  assert.ok(events.some((e) => e.kind === "drift"));
+  nft.deleteTable("passlb");
+  assert.equal(await c.checkDrift(), "table missing");
+  await c.stop();
+});
+
+test("a new process adopts the table without a flush and sends nothing when nothing changed", async () => {
+  const nft = new FakeNftApplier();
+  const snapshot = await snapshotOf("_base", "local-zonal-affinity/input.yaml");
+  const first = controller(nft).c;
+  await first.start();
+  first.setSnapshot(snapshot);
+  await first.syncOnce();
+  await first.stop();
+  const { c, events } = controller(nft);
+  await c.start();
+  assert.ok(events.some((e) => e.kind === "adopted"));
+  c.setSnapshot(snapshot);
+  assert.deepEqual(await c.syncOnce(), { kind: "ok", mode: "noop", bytes: 0 });
+  // a change after adoption is incremental too: the zone-b table goes, its map is deleted
+  const health = new FakeHealth();
+  health.states.set("node-b1", "unhealthy");
+  const next = controller(nft, { health }).c;
+  await next.start();
+  next.setSnapshot(snapshot);
+  const out = await next.syncOnce();
+  assert.equal(out.kind === "ok" && out.mode, "incremental");
+  assert.doesNotMatch(nft.scripts.at(-1)!, /table/);
+});
+
+test("a failed transaction is retried as a full sync; invalid input keeps vanished Services", async () => {
+  const nft = new FakeNftApplier();
+  const { c } = controller(nft);
+  await c.start();
+  const both = await snapshotOf("_base", "cluster-ranges/input.yaml");
+  c.setSnapshot(both);
+  await c.syncOnce();
+  nft.failNext = new PasslbError("nft_failed", "boom");
+  const oneLess = { ...both, services: both.services.filter((s) => s.metadata.name !== "web") };
+  c.setSnapshot(oneLess);
+  const failed = await c.syncOnce();
+  assert.equal(failed.kind, "retry");
+  const retried = await c.syncOnce();
+  assert.equal(retried.kind === "ok" && retried.mode, "full");
+  assert.ok(!(await nft.dump("passlb"))?.chains.has("svc_edge.web_tcp80_4"));
+  // degraded input (problems elsewhere): a Service that vanished stays programmed
+  c.setSnapshot(both);
+  await c.syncOnce();
+  c.setSnapshot(oneLess, true);
+  assert.deepEqual(await c.syncOnce(), { kind: "ok", mode: "noop", bytes: 0 });
+  assert.ok((await nft.dump("passlb"))?.chains.has("svc_edge.web_tcp80_4"));
+  c.setSnapshot(oneLess, false);
+  const removed = await c.syncOnce();
+  assert.equal(removed.kind === "ok" && removed.mode, "incremental");
+  assert.match(nft.scripts.at(-1)!, /delete chain inet passlb svc_edge.web_tcp80_4/);
+});
+
+test("health back to unknown after unhealthy is a change (the node serves again)", async () => {
+  const nft = new FakeNftApplier();
+  const health = new FakeHealth();
+  const { c } = controller(nft, { health });
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"), false, false);
+  await c.syncOnce();
+  const initial = new Map((await nft.dump("passlb"))!.sets.get("m1")!.elements);
+  health.states.set("node-a2", "unhealthy");
+  assert.equal((await c.syncOnce()).kind === "ok" && nft.scripts.length, 2);
+  health.states.delete("node-a2");
+  const back = await c.syncOnce();
+  assert.equal(back.kind === "ok" && back.mode, "incremental");
+  assert.deepEqual(new Map((await nft.dump("passlb"))!.sets.get("m1")!.elements), initial);
+});

@@ -1,0 +1,167 @@
+/**
+ * The NftApplier contract, run against the fake and — as root — against the real nft in a
+ * throwaway namespace: full apply, incremental apply, drift → reconverge, adoption by a new
+ * controller without a flush, missing table, refused transactions classified as
+ * `nft_failed`. Plus the policy-routes adapter against the real `ip` (root only).
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { test } from "node:test";
+import { readManifests } from "../src/cluster/manifest-files.ts";
+import { FakeNftApplier } from "../src/dataplane/fake-nft-applier.ts";
+import type { HealthState } from "../src/dataplane/forwarding-state.ts";
+import { LbController } from "../src/dataplane/lb-controller.ts";
+import { createNftApplier, type NftApplier } from "../src/dataplane/nft-applier.ts";
+import { createPolicyRoutes, RULE_PREF } from "../src/dataplane/policy-routes.ts";
+import { PasslbError } from "../src/errors.ts";
+import { decodeDocuments } from "../src/k8s/decode.ts";
+import { kernelSkipReason, withNetns } from "./netns.ts";
+import { assertSameTable } from "./nft-table-assert.ts";
+
+const skip = kernelSkipReason();
+
+class Recording implements NftApplier {
+  readonly scripts: string[] = [];
+  constructor(readonly inner: NftApplier) {}
+  apply(script: string) {
+    this.scripts.push(script);
+    return this.inner.apply(script);
+  }
+  check(script: string) {
+    return this.inner.check(script);
+  }
+  dump(table: string, options?: { terse?: boolean }) {
+    return this.inner.dump(table, options);
+  }
+}
+
+async function snapshot() {
+  const read = await readManifests(
+    [
+      "test/fixtures/nft/_base",
+      "test/fixtures/nft/cluster-ranges/input.yaml",
+      "test/fixtures/nft/local-zonal-affinity/input.yaml",
+    ],
+    async () => "",
+  );
+  return decodeDocuments(read.documents).snapshot;
+}
+
+function controllerFor(nft: NftApplier, states: Map<string, HealthState>) {
+  return new LbController({
+    table: "passlb",
+    seed: 3,
+    nft,
+    health: {
+      lookup: (_s, _c, node) => ({ state: states.get(node) ?? "unknown" }),
+      subscribe: () => () => {},
+    },
+    timers: {
+      setTimeout: (fn, ms) => setTimeout(fn, ms),
+      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+    },
+    now: () => 0,
+    driftCheckMs: 0,
+  });
+}
+
+async function contract(make: () => NftApplier) {
+  const nft = new Recording(make());
+  assert.equal(await nft.dump("passlb"), undefined, "no table yet");
+  const states = new Map<string, HealthState>();
+  const c = controllerFor(nft, states);
+  await c.start();
+  c.setSnapshot(await snapshot(), false, false);
+  // full
+  assert.equal((await c.syncOnce()).kind, "ok");
+  assertSameTable(await nft.dump("passlb"), c.current!);
+  // incremental: only elements
+  states.set("node-a1", "unhealthy");
+  const inc = await c.syncOnce();
+  assert.equal(inc.kind === "ok" && inc.mode, "incremental");
+  assert.doesNotMatch(nft.scripts.at(-1)!, /table/);
+  assertSameTable(await nft.dump("passlb"), c.current!);
+  // drift: someone flushes the table → detected → full sync converges
+  await nft.inner.apply("flush table inet passlb\n");
+  assert.match((await c.checkDrift()) ?? "", /rules changed/);
+  const healed = await c.syncOnce();
+  assert.equal(healed.kind === "ok" && healed.mode, "full");
+  assertSameTable(await nft.dump("passlb"), c.current!);
+  assert.equal(await c.checkDrift(true), undefined);
+  await c.stop();
+  // adoption: a new controller sends nothing for the same input, then only updates
+  const before = nft.scripts.length;
+  const next = controllerFor(nft, states);
+  await next.start();
+  next.setSnapshot(await snapshot(), false, false);
+  assert.deepEqual(await next.syncOnce(), { kind: "ok", mode: "noop", bytes: 0 });
+  assert.equal(nft.scripts.length, before);
+  states.delete("node-a1");
+  const after = await next.syncOnce();
+  assert.equal(after.kind === "ok" && after.mode, "incremental");
+  assertSameTable(await nft.dump("passlb"), next.current!);
+  await next.stop();
+  // refused transactions are nft_failed and change nothing
+  await assert.rejects(nft.apply("add element inet passlb nosuch { 1 }\n"), (e: unknown) => {
+    assert.ok(e instanceof PasslbError);
+    assert.equal(e.code, "nft_failed");
+    return true;
+  });
+  assertSameTable(await nft.dump("passlb"), next.current!);
+}
+
+test("applier contract: fake", async () => {
+  await contract(() => new FakeNftApplier());
+});
+
+test("applier contract: real nft in a namespace", async (t) => {
+  if (skip) return t.skip(skip);
+  await withNetns("ctr", (ns) => contract(() => createNftApplier({ netns: ns })));
+});
+
+test("a missing nft binary is nft_unavailable", async () => {
+  const nft = createNftApplier({ nft: "/nonexistent/plb-nft" });
+  await assert.rejects(nft.apply("add table inet passlb\n"), (e: unknown) => {
+    assert.ok(e instanceof PasslbError);
+    assert.equal(e.code, "nft_unavailable");
+    return true;
+  });
+});
+
+test("policy routes: rules and routes per node mark; stale ones removed", async (t) => {
+  if (skip) return t.skip(skip);
+  await withNetns("rt", async (ns) => {
+    const ip = (...args: string[]) => execFileSync("ip", ["-n", ns, ...args], { encoding: "utf8" });
+    ip("link", "add", "plbv0", "type", "veth", "peer", "name", "plbv1");
+    ip("link", "set", "plbv0", "up");
+    ip("link", "set", "plbv1", "up");
+    ip("addr", "add", "198.51.100.1/24", "dev", "plbv0");
+    ip("addr", "add", "fd00:198:51:100::1/64", "dev", "plbv0", "nodad");
+    const routes = createPolicyRoutes({ netns: ns });
+    const a = { family: 4 as const, mark: 0x5a000001, via: "198.51.100.11" };
+    const b = { family: 4 as const, mark: 0x5a000002, via: "198.51.100.12" };
+    const c = { family: 6 as const, mark: 0x5a800001, via: "fd00:198:51:100::11" };
+    await routes.sync([a, b, c]);
+    await routes.sync([a, b, c]); // idempotent
+    const rules4 = ip("-4", "rule", "show")
+      .split("\n")
+      .filter((l) => l.startsWith(`${RULE_PREF}:`));
+    assert.equal(rules4.length, 2);
+    assert.match(ip("-4", "route", "show", "table", String(b.mark)), /default via 198\.51\.100\.12/);
+    assert.match(ip("-6", "route", "show", "table", String(c.mark)), /default via fd00:198:51:100::11/);
+    await routes.sync([a]);
+    assert.equal(
+      ip("-4", "rule", "show")
+        .split("\n")
+        .filter((l) => l.startsWith(`${RULE_PREF}:`)).length,
+      1,
+    );
+    assert.equal(
+      ip("-6", "rule", "show")
+        .split("\n")
+        .filter((l) => l.startsWith(`${RULE_PREF}:`)).length,
+      0,
+    );
+    assert.equal(ip("-4", "route", "show", "table", String(b.mark)).trim(), "");
+  });
+});
