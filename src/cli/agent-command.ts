@@ -4,8 +4,10 @@
  * `/healthz` and `/livez` and one healthCheckNodePort server per externalTrafficPolicy
  * Local Service (docs/health.md, specs/endpointslice.md §4).
  *
- * The agent's "rules" are, for now, only its health model (the DNAT data path is a later
- * issue): each successful read of the folder that is applied marks them fresh; a change
+ * With `--dataplane nftables` it also DNATs LoadBalancer VIP traffic to endpoints (table
+ * `inet passlb-agent`, src/dataplane/agent-rules.ts), for standalone mode where no
+ * kube-proxy does. Its "rules" are that table and the health model: each successful read
+ * of the folder that is applied marks them fresh; a change
  * seen but not applied (the folder is unreadable or has problems, so the last good
  * snapshot is kept) marks them pending, and after 2 × --sync-period they are stale and
  * every answer is 503, as kube-proxy's are when its syncs fail.
@@ -15,6 +17,8 @@
  */
 import type { Command } from "commander";
 import { ManifestFolderSource } from "../cluster/manifest-folder-source.ts";
+import { AgentDataplane } from "../dataplane/agent-dataplane.ts";
+import { agentNft } from "../dataplane/agent-nft.ts";
 import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
 import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
 import { realClock } from "../health/clock.ts";
@@ -67,7 +71,11 @@ export function registerAgentCommand(
     .option("--healthz-bind-address <host:port>", "address of /healthz and /livez", "0.0.0.0:10256")
     .option("--bind-address <ip>", "address of the per-Service health servers (default: every address)")
     .option("--sync-period <seconds>", "periodic re-read; rules are stale after twice this", "30")
-    .option("--dataplane <mode>", "none (health only) or userspace (also proxy every nodePort)", "none")
+    .option(
+      "--dataplane <mode>",
+      "none (health only), userspace (also proxy every nodePort) or nftables (DNAT VIP traffic to endpoints, standalone mode)",
+      "none",
+    )
     .option("--loopback", "userspace: apply passlb up's loopback rewrite to the folder (docs/quickstart.md)")
     .option(
       "--proxy-protocol",
@@ -93,10 +101,8 @@ export function registerAgentCommand(
         io.stderr(`error: --sync-period ${opts.syncPeriod}: expected a positive number of seconds\n`);
         return setExitCode(2);
       }
-      if (opts.dataplane !== "none" && opts.dataplane !== "userspace") {
-        io.stderr(
-          `error: --dataplane ${opts.dataplane}: expected none or userspace (nftables is passlb lb's)\n`,
-        );
+      if (opts.dataplane !== "none" && opts.dataplane !== "userspace" && opts.dataplane !== "nftables") {
+        io.stderr(`error: --dataplane ${opts.dataplane}: expected none, userspace or nftables\n`);
         return setExitCode(2);
       }
       const obs = await startObservability(opts, {
@@ -112,6 +118,12 @@ export function registerAgentCommand(
       await obs.serve();
       const log = (line: string, event = "agent", reason?: string) =>
         obs.logger.log("info", { event, reason, node: opts.node }, line);
+      // nftables: the DNAT table stays when the agent stops, as kube-proxy's rules do:
+      // established connections keep flowing; the health checks take the node out of new traffic.
+      const dataplane =
+        opts.dataplane === "nftables"
+          ? new AgentDataplane({ node: opts.node, nft: agentNft(), log })
+          : undefined;
       const signal = shutdownSignal();
       let proxy: NodeProxy | undefined;
       const servers = new HealthServers({
@@ -153,6 +165,9 @@ export function registerAgentCommand(
             return;
           }
           lastGood = read.snapshot;
+          // A DNAT sync that failed is not a successful sync: the health answers go stale
+          // after 2 × --sync-period, as kube-proxy's do when its rules cannot be written.
+          const dnat = await dataplane?.update(read.snapshot);
           const model = agentHealthModel(read.snapshot, opts.node);
           const findings = model.findings
             .map((f) => `${f.severity} ${f.code} ${f.subject}: ${f.message}`)
@@ -197,7 +212,7 @@ export function registerAgentCommand(
             for (const e of (await proxy?.update(nodePortRoutes(snap, opts.node))) ?? [])
               obs.logger.log("error", { event: "dataplane_update", reason: "failed", node: opts.node }, e);
           }
-          for (const f of families) servers.markUpdated(f);
+          if (dnat !== "failed") for (const f of families) servers.markUpdated(f);
         },
       });
       const where = servers.addresses();

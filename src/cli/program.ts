@@ -5,6 +5,7 @@
 import { Command } from "commander";
 import { registerAgentCommand } from "./agent-command.ts";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
+import { registerLabCommand } from "./lab-command.ts";
 import { registerLbCommand } from "./lb-command.ts";
 import type { CliIo } from "./load-input.ts";
 import { registerPlanCommand } from "./plan-command.ts";
@@ -37,5 +38,6 @@ export function buildProgram(
   registerProbeCommand(program, io, setExitCode, shutdownSignal);
   registerUpCommand(program, io, setExitCode, { shutdownSignal, ...host });
   registerLbCommand(program, io, setExitCode, { shutdownSignal, ...host });
+  registerLabCommand(program, io, setExitCode);
   return program;
 }

@@ -1,0 +1,266 @@
+/**
+ * Lab throughput and connection-rate benchmark (issue 6 §6), in the network-namespace lab
+ * (bench/lab/topology.yaml: client → LB host → node → pod), every figure measured in the
+ * same run, rounds interleaved; medians of the per-round figures and of the per-round
+ * ratios are reported:
+ *   - plain routing: the client talks to the pod's address; the LB host and the node only
+ *     route (no NAT, no proxy): the physical limit here;
+ *   - passlb: the client talks to the Service's VIP; when this build has `passlb lb` the LB
+ *     host runs it, else the LB host routes the VIP to the node; the node runs passlb's
+ *     agent DNAT (inet passlb-agent) to the pod — the report says which;
+ *   - HAProxy in TCP mode in the LB namespace, proxying to the pod.
+ * Throughput: one iperf3 TCP stream (`-t SECONDS`). Connection rate: wrk with
+ * `Connection: close` (a new TCP connection per request) against an HAProxy HTTP responder
+ * in the pod. Targets: passlb ≥ 0.9 × plain throughput, ≥ 0.8 × plain connection rate,
+ * ≥ 2 × HAProxy throughput.
+ *
+ *   node --import tsx bench/lab-throughput.bench.ts [--seconds 5] [--rounds 3] [--connections 32]
+ *
+ * Needs root, ip and nft; installs iperf3, wrk and haproxy with apt-get when they are
+ * missing and it can (and says so), otherwise names what is missing and exits 0. Traffic
+ * goes only to documentation addresses inside the lab's own namespaces.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, openSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { buildProgram } from "../src/cli/program.ts";
+import { readManifests } from "../src/cluster/manifest-files.ts";
+import { AgentDataplane } from "../src/dataplane/agent-dataplane.ts";
+import { agentNft } from "../src/dataplane/agent-nft.ts";
+import { decodeDocuments } from "../src/k8s/decode.ts";
+import { procSysScript } from "../src/lab/lab-layout.ts";
+import { labDown, labUp, nftablesLbUnavailable } from "../src/lab/lab-runner.ts";
+import { planSnapshot } from "../src/plan/planner.ts";
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const SECONDS = Math.min(arg("seconds", 5), 30);
+const ROUNDS = Math.min(arg("rounds", 3), 10);
+const CONNECTIONS = Math.min(arg("connections", 32), 256);
+const REPO = resolve(import.meta.dirname, "..");
+const TOPOLOGY = join(REPO, "bench/lab/topology.yaml");
+const HAPROXY_VIP = "203.0.113.14";
+
+function say(line: string) {
+  process.stdout.write(`${line}\n`);
+}
+
+function missingTools(): string[] {
+  return ["iperf3", "wrk", "haproxy"].filter((t) => spawnSync("sh", ["-c", `command -v ${t}`]).status !== 0);
+}
+
+function prerequisites(): boolean {
+  if (process.getuid?.() !== 0) {
+    say("lab-throughput: skipped: needs root (network namespaces, nft)");
+    return false;
+  }
+  for (const t of ["ip", "nft"])
+    if (spawnSync("sh", ["-c", `command -v ${t}`]).status !== 0) {
+      say(`lab-throughput: skipped: ${t} is not installed (apt-get install iproute2 nftables)`);
+      return false;
+    }
+  let missing = missingTools();
+  if (missing.length > 0 && spawnSync("sh", ["-c", "command -v apt-get"]).status === 0) {
+    say(`lab-throughput: installing ${missing.join(", ")} from Debian's packages (apt-get)`);
+    spawnSync("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...missing], {
+      stdio: "inherit",
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    });
+    missing = missingTools();
+  }
+  if (missing.length > 0) {
+    say(`lab-throughput: skipped: missing ${missing.join(", ")} (apt-get install ${missing.join(" ")})`);
+    return false;
+  }
+  return true;
+}
+
+const ns = (host: string) => `plb-bench-${host}`;
+
+function exec(host: string, argv: readonly string[]): string {
+  const r = spawnSync("ip", ["netns", "exec", ns(host), ...argv], { encoding: "utf8", maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw new Error(`${host}: ${argv.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** Starts a long-running process in a lab host; `lab down` stops it with the namespace. */
+function background(host: string, argv: readonly string[], logDir: string): void {
+  const fd = openSync(join(logDir, `${host}.${argv[0]}.log`), "a");
+  spawn("ip", ["netns", "exec", ns(host), ...argv], { detached: true, stdio: ["ignore", fd, fd] }).unref();
+  closeSync(fd);
+}
+
+async function waitListening(host: string, port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (exec(host, ["ss", "-Hltn", `sport = :${port}`]).trim() !== "") return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${host}: nothing listens on ${port} (logs in /run/passlb-lab/bench/logs until lab down)`);
+}
+
+function iperf(target: string): number {
+  const out = exec("client", ["iperf3", "-c", target, "-p", "5201", "-t", String(SECONDS), "-J"]);
+  const j = JSON.parse(out) as { end: { sum_received: { bits_per_second: number } } };
+  return j.end.sum_received.bits_per_second / 1e9;
+}
+
+function wrk(target: string, port: number): { rate: number; errors: string } {
+  const out = exec("client", [
+    "wrk",
+    "-t2",
+    `-c${CONNECTIONS}`,
+    `-d${SECONDS}s`,
+    "-H",
+    "Connection: close",
+    `http://${target}:${port}/`,
+  ]);
+  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? "0");
+  const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? "";
+  return { rate, errors };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main(): Promise<void> {
+  if (!prerequisites()) return;
+  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
+  const noLb = await nftablesLbUnavailable(REPO);
+  const hasLb = noLb === undefined;
+  if (noLb) say(`lab-throughput: ${noLb}; the LB host routes the VIP to the node instead`);
+  const agentCmd = program.commands.find((c) => c.name() === "agent");
+  const realAgent =
+    agentCmd?.options.find((o) => o.long === "--dataplane")?.description.includes("nftables") ?? false;
+  const options = {
+    repoRoot: REPO,
+    agents: realAgent,
+    lb: hasLb,
+    agentArgs: ["--dataplane=nftables"],
+    lbArgs: ["--dataplane=nftables"],
+  };
+  try {
+    const state = await labUp(TOPOLOGY, options);
+    const read = await readManifests([state.manifestsDir], async () => "");
+    const snapshot = decodeDocuments(read.documents).snapshot;
+    const vip = planSnapshot(snapshot).plans[0]?.vips[0]?.address;
+    if (!vip) throw new Error("the bench Service got no VIP");
+    const node = state.layout.nodes[0]!;
+    const pod = state.layout.pods[0]!;
+    if (!realAgent) {
+      const agent = new AgentDataplane({
+        node: node.name,
+        nft: agentNft(["ip", "netns", "exec", node.ns, "nft"]),
+        log: () => {},
+      });
+      await agent.update(snapshot);
+    }
+    if (!hasLb) exec("lb", ["ip", "route", "replace", `${vip}/32`, "via", node.ipv4]);
+    // Many short connections: let TIME_WAIT and its conntrack entries go quickly.
+    for (const host of ["client", "lb", "node-1", "server"])
+      exec(host, [
+        "sh",
+        "-c",
+        procSysScript([
+          "net.ipv4.ip_local_port_range=1024 65000",
+          "net.ipv4.tcp_tw_reuse=1",
+          "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1",
+        ]),
+      ]);
+    // The pod: iperf3 and an HTTP responder.
+    const podHttp = join(state.stateDir, "pod-http.cfg");
+    writeFileSync(
+      podHttp,
+      [
+        "global",
+        "  maxconn 8000",
+        "defaults",
+        "  mode http",
+        "  timeout client 10s",
+        "  timeout server 10s",
+        "  timeout connect 5s",
+        "frontend web",
+        "  bind :8080",
+        "  http-request return status 200 content-type text/plain string ok",
+        "",
+      ].join("\n"),
+    );
+    const logs = join(state.stateDir, "logs");
+    background("server", ["iperf3", "-s", "-p", "5201"], logs);
+    background("server", ["haproxy", "-db", "-f", podHttp], logs);
+    // HAProxy in TCP mode in the LB namespace.
+    exec("lb", ["ip", "addr", "add", `${HAPROXY_VIP}/32`, "dev", "lo"]);
+    const lbCfg = join(state.stateDir, "lb-haproxy.cfg");
+    writeFileSync(
+      lbCfg,
+      [
+        "global",
+        "  maxconn 8000",
+        "defaults",
+        "  mode tcp",
+        "  timeout client 10s",
+        "  timeout server 10s",
+        "  timeout connect 5s",
+        "frontend http",
+        `  bind ${HAPROXY_VIP}:80`,
+        "  default_backend http",
+        "backend http",
+        `  server pod ${pod.ipv4}:8080`,
+        "frontend iperf",
+        `  bind ${HAPROXY_VIP}:5201`,
+        "  default_backend iperf",
+        "backend iperf",
+        `  server pod ${pod.ipv4}:5201`,
+        "",
+      ].join("\n"),
+    );
+    background("lb", ["haproxy", "-db", "-f", lbCfg], logs);
+    await waitListening("server", 5201);
+    await waitListening("server", 8080);
+    await waitListening("lb", 80);
+
+    const passlbName = `passlb (${hasLb ? "passlb lb" : "LB host routes the VIP"} + agent DNAT${realAgent ? "" : ", rules applied by the bench"})`;
+    const variants = [
+      { name: "plain routing", target: pod.ipv4, port: 8080 },
+      { name: passlbName, target: vip, port: 80 },
+      { name: "HAProxy (TCP mode, LB host)", target: HAPROXY_VIP, port: 80 },
+    ];
+    const gbps = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+    const rate = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+    // The agents and the LB have just started (tsx compiles on start): let them settle.
+    await new Promise((r) => setTimeout(r, 5000));
+    say(`lab-throughput: ${ROUNDS} rounds × ${SECONDS} s, wrk ${CONNECTIONS} connections, Connection: close`);
+    for (let r = 0; r < ROUNDS; r++)
+      for (const v of variants) {
+        const g = iperf(v.target);
+        const w = wrk(v.target, v.port);
+        gbps.get(v.name)!.push(g);
+        rate.get(v.name)!.push(w.rate);
+        say(
+          `  round ${r + 1} ${v.name}: ${g.toFixed(2)} Gbit/s, ${w.rate.toFixed(0)} conn/s${w.errors ? ` (socket errors: ${w.errors})` : ""}`,
+        );
+      }
+    // Load from other work on the machine drifts between rounds, so ratios are taken per
+    // round (the three paths measured back to back) and their median reported.
+    const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
+    const [plain, passlb, haproxy] = variants.map((v) => ({ g: gbps.get(v.name)!, r: rate.get(v.name)! }));
+    say("");
+    say("| path | throughput (Gbit/s) | × plain | connections/s | × plain |");
+    say("| --- | ---: | ---: | ---: | ---: |");
+    for (const [i, v] of variants.entries()) {
+      const m = [plain, passlb, haproxy][i]!;
+      say(
+        `| ${v.name} | ${median(m.g).toFixed(2)} | ${ratio(m.g, plain!.g).toFixed(2)} | ${median(m.r).toFixed(0)} | ${ratio(m.r, plain!.r).toFixed(2)} |`,
+      );
+    }
+    say("");
+    say("medians of per-round values and of per-round ratios");
+    say(`passlb / plain throughput ${ratio(passlb!.g, plain!.g).toFixed(2)} (target ≥ 0.9)`);
+    say(`passlb / plain connection rate ${ratio(passlb!.r, plain!.r).toFixed(2)} (target ≥ 0.8)`);
+    say(`passlb / HAProxy throughput ${ratio(passlb!.g, haproxy!.g).toFixed(2)} (target ≥ 2)`);
+  } finally {
+    if (process.env.KEEP_LAB !== "1") await labDown("bench", options);
+  }
+}
+
+await main();

@@ -1,0 +1,231 @@
+/**
+ * The lab's client: makes bounded numbers of connections to a target from inside a
+ * client namespace and prints what the echo servers said, as one JSON object on stdout.
+ *
+ *   count   N connections (TCP) or requests (UDP, each from a new socket, so a new source
+ *           port), C at a time: per pod and per node tallies, the client addresses the
+ *           pods saw, failures by error code;
+ *   stream  one new TCP connection every --interval ms for --duration ms: each one's
+ *           start time, pod and outcome (for "stops getting new connections within…");
+ *   hold    --connections long-lived TCP connections, each sending a line every
+ *           --interval ms for --duration ms and checking the echo: which pod each one
+ *           was on and whether it failed (reset, an echo 2 s late, a wrong echo).
+ *
+ * A lab process (run with `passlb lab exec CLIENT -- node --import tsx …` or by the e2e
+ * tests); every loop is bounded in count and time.
+ */
+import { createSocket } from "node:dgram";
+import { connect, type Socket } from "node:net";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: {
+    mode: { type: "string", default: "count" },
+    target: { type: "string" },
+    proto: { type: "string", default: "tcp" },
+    count: { type: "string", default: "100" },
+    concurrency: { type: "string", default: "8" },
+    timeout: { type: "string", default: "2000" },
+    duration: { type: "string", default: "5000" },
+    interval: { type: "string", default: "50" },
+    connections: { type: "string", default: "4" },
+  },
+});
+
+const MAX_COUNT = 100_000;
+const MAX_DURATION_MS = 120_000;
+/** hold: a ping unanswered this long is a stalled connection */
+const STALL_MS = 2000;
+const timeoutMs = Math.min(Number(values.timeout), 10_000);
+
+function splitTarget(text: string | undefined): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(text ?? "");
+  if (!m) throw new Error(`--target ${text}: expected ip:port or [ip6]:port`);
+  return { host: m[1] ?? m[2] ?? "", port: Number(m[3]) };
+}
+
+interface Greeting {
+  readonly pod: string;
+  readonly node: string;
+  readonly client: string;
+}
+
+function parseGreeting(line: string): Greeting | undefined {
+  const m = /^pod=(\S+) node=(\S*) client=(\S+)$/.exec(line.trim());
+  return m ? { pod: m[1]!, node: m[2]!, client: m[3]! } : undefined;
+}
+
+/** One TCP connection: the greeting, then close. */
+function tcpOnce(host: string, port: number): Promise<Greeting> {
+  return new Promise((resolve, reject) => {
+    const sock = connect({ host, port });
+    let buf = "";
+    const timer = setTimeout(
+      () => sock.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })),
+      timeoutMs,
+    );
+    sock.setEncoding("utf8");
+    sock.on("data", (d: string) => {
+      buf += d;
+      const nl = buf.indexOf("\n");
+      if (nl < 0) return;
+      clearTimeout(timer);
+      const g = parseGreeting(buf.slice(0, nl));
+      sock.destroy();
+      if (g) resolve(g);
+      else reject(Object.assign(new Error("bad greeting"), { code: "EBADMSG" }));
+    });
+    sock.on("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    sock.on("close", () => {
+      clearTimeout(timer);
+      reject(Object.assign(new Error("closed"), { code: "ECLOSED" }));
+    });
+  });
+}
+
+/** One UDP request from a fresh socket. */
+function udpOnce(host: string, port: number): Promise<Greeting> {
+  return new Promise((resolve, reject) => {
+    const sock = createSocket(host.includes(":") ? "udp6" : "udp4");
+    const done = (f: () => void) => {
+      clearTimeout(timer);
+      sock.close();
+      f();
+    };
+    const timer = setTimeout(
+      () => done(() => reject(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" }))),
+      timeoutMs,
+    );
+    sock.on("message", (msg) => {
+      const g = parseGreeting(msg.toString("utf8"));
+      done(() => (g ? resolve(g) : reject(Object.assign(new Error("bad"), { code: "EBADMSG" }))));
+    });
+    sock.on("error", (e) => done(() => reject(e)));
+    sock.send("hello\n", port, host);
+  });
+}
+
+const bump = (m: Record<string, number>, k: string) => {
+  m[k] = (m[k] ?? 0) + 1;
+};
+const code = (e: unknown) => (e as { code?: string }).code ?? "ERROR";
+const clientIp = (hostPort: string) => hostPort.replace(/^\[?(.*?)\]?:\d+$/, "$1");
+
+async function count(host: string, port: number): Promise<object> {
+  const n = Math.min(Number(values.count), MAX_COUNT);
+  const c = Math.max(1, Math.min(Number(values.concurrency), 256));
+  const once = values.proto === "udp" ? udpOnce : tcpOnce;
+  const byPod: Record<string, number> = {};
+  const byNode: Record<string, number> = {};
+  const clients: Record<string, number> = {};
+  const errors: Record<string, number> = {};
+  let ok = 0;
+  let next = 0;
+  const deadline = Date.now() + MAX_DURATION_MS;
+  const worker = async () => {
+    while (next < n && Date.now() < deadline) {
+      next++;
+      try {
+        const g = await once(host, port);
+        ok++;
+        bump(byPod, g.pod);
+        bump(byNode, g.node);
+        bump(clients, clientIp(g.client));
+      } catch (e) {
+        bump(errors, code(e));
+      }
+    }
+  };
+  const started = Date.now();
+  await Promise.all(Array.from({ length: c }, worker));
+  return { ok, failed: n - ok, ms: Date.now() - started, byPod, byNode, clients, errors };
+}
+
+async function stream(host: string, port: number): Promise<object> {
+  const duration = Math.min(Number(values.duration), MAX_DURATION_MS);
+  const interval = Math.max(1, Number(values.interval));
+  const started = Date.now();
+  const pending: Promise<object>[] = [];
+  while (Date.now() - started < duration) {
+    const t = Date.now() - started;
+    pending.push(
+      tcpOnce(host, port).then(
+        (g) => ({ t, ok: true, pod: g.pod, node: g.node, client: clientIp(g.client) }),
+        (e) => ({ t, ok: false, error: code(e) }),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, interval));
+  }
+  return { events: await Promise.all(pending) };
+}
+
+async function hold(host: string, port: number): Promise<object> {
+  const k = Math.min(Number(values.connections), 256);
+  const duration = Math.min(Number(values.duration), MAX_DURATION_MS);
+  const interval = Math.max(10, Number(values.interval));
+  const one = () =>
+    new Promise<object>((resolve) => {
+      const sock: Socket = connect({ host, port });
+      sock.setEncoding("utf8");
+      let buf = "";
+      let greeting: Greeting | undefined;
+      let pings = 0;
+      let expected = "";
+      let finished = false;
+      let sentAt = 0;
+      let ticker: ReturnType<typeof setInterval> | undefined;
+      const finish = (error: string | undefined) => {
+        if (finished) return;
+        finished = true;
+        if (ticker) clearInterval(ticker);
+        clearTimeout(stopper);
+        sock.destroy();
+        resolve({ pod: greeting?.pod, node: greeting?.node, ok: error === undefined, error, pings });
+      };
+      // At the end, stop pinging and give the last ping its interval to come back.
+      let stopping = false;
+      const stopper = setTimeout(() => {
+        stopping = true;
+        if (ticker) clearInterval(ticker);
+        if (expected === "") return finish(undefined);
+        setTimeout(() => finish(expected === "" ? undefined : "ETIMEDOUT"), STALL_MS);
+      }, duration);
+      sock.on("data", (d: string) => {
+        buf += d;
+        if (!greeting) {
+          const nl = buf.indexOf("\n");
+          if (nl < 0) return;
+          greeting = parseGreeting(buf.slice(0, nl));
+          buf = buf.slice(nl + 1);
+          ticker = setInterval(() => {
+            if (expected !== "") {
+              // the last ping has no echo yet: a stall once it is 2 s old
+              if (Date.now() - sentAt > STALL_MS) finish("ETIMEDOUT");
+              return;
+            }
+            expected = `ping ${++pings}\n`;
+            sentAt = Date.now();
+            sock.write(expected);
+          }, interval);
+        }
+        if (expected !== "" && buf.length >= expected.length) {
+          if (buf.slice(0, expected.length) !== expected) return finish("EBADMSG");
+          buf = buf.slice(expected.length);
+          expected = "";
+          if (stopping) finish(undefined);
+        }
+      });
+      sock.on("error", (e) => finish(code(e)));
+      sock.on("close", () => finish("ECLOSED"));
+    });
+  return { connections: await Promise.all(Array.from({ length: k }, one)) };
+}
+
+const { host, port } = splitTarget(values.target);
+const modes: Record<string, (h: string, p: number) => Promise<object>> = { count, stream, hold };
+const run = modes[values.mode ?? ""];
+if (!run) throw new Error(`--mode ${values.mode}: expected count, stream or hold`);
+process.stdout.write(`${JSON.stringify(await run(host, port))}\n`);

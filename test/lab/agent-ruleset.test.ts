@@ -1,0 +1,120 @@
+/**
+ * The node agent's DNAT rules and their nft text, from a copy of examples/quickstart (quickstart.yaml, frozen here so the example can evolve) plus a few
+ * extra objects (test/fixtures/lab/agent/extra.yaml): goldens per node, the eTP rules
+ * spelled out, and — when root with nft — every golden accepted by `nft --check` in a
+ * throwaway network namespace.
+ */
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { test } from "node:test";
+import { readManifests } from "../../src/cluster/manifest-files.ts";
+import { agentRulesFromSnapshot } from "../../src/dataplane/agent-rules-snapshot.ts";
+import { agentRuleset } from "../../src/dataplane/agent-ruleset.ts";
+import { decodeDocuments } from "../../src/k8s/decode.ts";
+import type { Snapshot } from "../../src/k8s/snapshot.ts";
+import { assertGolden } from "../golden.ts";
+
+const FIXTURES = "test/fixtures/lab/agent";
+const NODES = ["node-a1", "node-b2", "node-c1"];
+
+async function snapshot(): Promise<Snapshot> {
+  const read = await readManifests([`${FIXTURES}/quickstart.yaml`, `${FIXTURES}/extra.yaml`], async () => "");
+  const decoded = decodeDocuments(read.documents);
+  assert.deepEqual(decoded.problems, []);
+  return decoded.snapshot;
+}
+
+test("agent rulesets per node match their goldens", async () => {
+  const snap = await snapshot();
+  for (const node of NODES) {
+    const rules = agentRulesFromSnapshot(snap, node);
+    assertGolden(`${FIXTURES}/${node}.rules.golden.json`, rules);
+    assertGolden(`${FIXTURES}/${node}.golden.nft`, agentRuleset(rules));
+  }
+});
+
+test("Local uses only this node's endpoints and keeps the client address", async () => {
+  const snap = await snapshot();
+  const a1 = agentRulesFromSnapshot(snap, "node-a1").find((r) => r.service === "demo/web")!;
+  assert.equal(a1.policy, "Local");
+  assert.deepEqual(
+    a1.targets.map((t) => t.address),
+    ["203.0.113.65", "203.0.113.66", "203.0.113.67"],
+  );
+  assert.ok(
+    a1.targets.every((t) => !t.remote),
+    "Local never masquerades",
+  );
+  // node-c1's only web pod is not ready and not terminating: nothing to send to, so drop
+  const c1 = agentRulesFromSnapshot(snap, "node-c1").find((r) => r.service === "demo/web")!;
+  assert.deepEqual(c1.targets, []);
+  assert.match(agentRuleset([c1]), /# demo\/web TCP\/80 Local\n {4}drop\n/);
+});
+
+test("Cluster spreads over every ready endpoint and masquerades the remote ones", async () => {
+  const snap = await snapshot();
+  const rules = agentRulesFromSnapshot(snap, "node-a2").filter((r) => r.service === "demo/tcp-echo");
+  const v4 = rules.find((r) => r.family === "IPv4")!;
+  assert.deepEqual(
+    v4.targets.map((t) => [t.address, t.remote]),
+    [
+      ["203.0.113.72", false],
+      ["203.0.113.73", true],
+      ["203.0.113.74", true],
+    ],
+  );
+  assert.equal(v4.pick, "client-ip", "ClientIP affinity hashes the client address");
+  const v6 = rules.find((r) => r.family === "IPv6")!;
+  assert.deepEqual(
+    v6.targets.map((t) => t.address),
+    ["fd00:203::48", "fd00:203::49"],
+    "an IPv6 VIP uses IPv6 endpoints only",
+  );
+  const text = agentRuleset(rules);
+  assert.match(
+    text,
+    /set remote-endpoints4 \{\n {4}type ipv4_addr\n {4}elements = \{ 203\.0\.113\.73, 203\.0\.113\.74 \}/,
+  );
+  assert.match(text, /jhash ip6 saddr mod 2 seed 0x706c62 map \{ 0 : \[fd00:203::48\] \. 9000/);
+});
+
+test("terminating endpoints are used when nothing else is left; source ranges drop others", async () => {
+  const snap = await snapshot();
+  const b2 = agentRulesFromSnapshot(snap, "node-b2");
+  const drain = b2.find((r) => r.service === "demo/drain")!;
+  assert.equal(drain.terminatingFallback, true);
+  assert.deepEqual(
+    drain.targets.map((t) => t.address),
+    ["203.0.113.77"],
+    "serving and terminating only; the non-serving one is never used",
+  );
+  const dns = b2.find((r) => r.service === "demo/dns")!;
+  assert.deepEqual(dns.sourceRanges, ["192.0.2.0/24"]);
+  assert.match(agentRuleset([dns]), /ip saddr != \{ 192\.0\.2\.0\/24 \} drop/);
+});
+
+test("nft --check accepts every golden ruleset (root with nft only)", async (t) => {
+  const why = rootWithNft();
+  if (why) return t.skip(why);
+  const snap = await snapshot();
+  const ns = `plbchk${process.pid}`;
+  execFileSync("ip", ["netns", "add", ns]);
+  t.after(() => spawnSync("ip", ["netns", "del", ns]));
+  for (const node of NODES) {
+    const text = agentRuleset(agentRulesFromSnapshot(snap, node));
+    const r = spawnSync("ip", ["netns", "exec", ns, "nft", "--check", "-f", "-"], { input: text });
+    assert.equal(r.status, 0, `${node}: ${r.stderr}`);
+  }
+  // applying twice is the same as once (the table is replaced whole)
+  const text = agentRuleset(agentRulesFromSnapshot(snap, "node-a1"));
+  for (let i = 0; i < 2; i++) execFileSync("ip", ["netns", "exec", ns, "nft", "-f", "-"], { input: text });
+  const listed = execFileSync("ip", ["netns", "exec", ns, "nft", "list", "tables"], { encoding: "utf8" });
+  assert.equal(listed.trim(), "table inet passlb-agent");
+});
+
+function rootWithNft(): string | undefined {
+  if (process.getuid?.() !== 0) return "needs root and nft: not running as root";
+  for (const cmd of ["nft", "ip"])
+    if (spawnSync(cmd, ["--version"]).error) return `needs root and nft: ${cmd} is not installed`;
+  return undefined;
+}
