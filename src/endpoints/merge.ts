@@ -225,9 +225,8 @@ export function endpointCountsByNode(slices: readonly EndpointSlice[]): {
     if (e.live) c.nonTerminating++;
     if (e.draining) c.servingTerminating++;
   }
-  const perNode = new Map<string, NodeEndpointCounts>(
-    [...counts.entries()].sort((a, b) => compare(a[0], b[0])),
-  );
+  // in the order endpoints were met (slices by name, endpoints as listed): deterministic
+  const perNode: Map<string, NodeEndpointCounts> = counts;
   return { perNode, anyReady, anyServingTerminating, findings };
 }
 

@@ -18,6 +18,10 @@ export interface NodeTable {
   /** Backend for node i when it is not eligible at all; undefined for eligible nodes */
   readonly ineligible: readonly (Backend | undefined)[];
   readonly shared: (i: number, kind: SharedBackendKind, families: readonly IpFamily[]) => Backend;
+  /** `shared` for every node at once, for the kinds planning needs per member */
+  readonly sharedAll: (kind: "in_subset" | "eligible", families: readonly IpFamily[]) => readonly Backend[];
+  /** bit 1: the node has an IPv4 address, bit 2: IPv6 */
+  readonly familyMask: Uint8Array;
   /** eligible nodes with an address in one of the families: externalTrafficPolicy
    * Cluster's candidates, grouped by zone for subsetting, and their Backend entries */
   readonly clusterCandidates: (families: readonly IpFamily[]) => ClusterCandidates;
@@ -79,6 +83,17 @@ export function nodeTable(nodes: readonly Node[]): NodeTable {
     slots[i] = made;
     return made;
   };
+  const all = new Map<string, Backend[]>();
+  const sharedAll = (kind: "in_subset" | "eligible", families: readonly IpFamily[]): readonly Backend[] => {
+    const key = `${kind}|${families.join(",")}`;
+    let list = all.get(key);
+    if (!list) {
+      list = facts.map((_, i) => shared(i, kind, families));
+      all.set(key, list);
+    }
+    return list;
+  };
+  const familyMask = Uint8Array.from(facts, (f) => (f.addresses.IPv4 ? 1 : 0) | (f.addresses.IPv6 ? 2 : 0));
   const byFamilies = new Map<string, ClusterCandidates>();
   const clusterCandidates = (families: readonly IpFamily[]): ClusterCandidates => {
     const key = families.join(",");
@@ -97,7 +112,7 @@ export function nodeTable(nodes: readonly Node[]): NodeTable {
     byFamilies.set(key, made);
     return made;
   };
-  return { facts, index, hashes, ineligible, shared, clusterCandidates };
+  return { facts, index, hashes, ineligible, shared, sharedAll, familyMask, clusterCandidates };
 }
 
 function readiness(f: NodeFacts): string {

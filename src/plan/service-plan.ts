@@ -96,7 +96,8 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   // Members. Entries that are the same for every Service come from the node table; only
   // Service-specific ones (Local members) are made here. Nodes left out are derived when
   // `backends` is first read, so no per-node state is kept per Service.
-  const hasFamily = (i: number) => families.some((f) => nodes.facts[i]!.addresses[f] !== undefined);
+  const wantedMask = (families.includes("IPv4") ? 1 : 0) | (families.includes("IPv6") ? 2 : 0);
+  const hasFamily = (i: number) => (nodes.familyMask[i]! & wantedMask) !== 0;
   const serviceHash = nameHash(`${svc.metadata.name}/${svc.metadata.namespace}`);
   const previous = new Set<number>();
   for (const name of input.previousMembers ?? []) {
@@ -116,7 +117,8 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     subsetting = cluster.candidates.length > limit;
     if (subsetting) {
       chosen = Int32Array.from(stableSubsetOfZones(cluster.zones, limit, serviceHash, previous)).sort();
-      members = Array.from(chosen, (i) => nodes.shared(i, "in_subset", families));
+      const inSubset = nodes.sharedAll("in_subset", families);
+      members = Array.from(chosen, (i) => inSubset[i]!);
       issue(
         "cluster_subset",
         "info",

@@ -126,9 +126,10 @@ function pickInZone(
     return;
   }
   if (quota <= 0) return;
+  const mixed = Math.imul(serviceHash, 0x9e3779b1);
+  if (!previous) return pickFresh(zone, quota, mixed, out);
   if (scratch.length < n) scratch = new Float64Array(n * 2);
   const keys = scratch;
-  const mixed = Math.imul(serviceHash, 0x9e3779b1);
   let free = 0;
   // members of the previous subset first (sticky), then the others, both by rank
   const keptKeys: number[] = [];
@@ -152,6 +153,51 @@ function pickInZone(
   selectSmallest(keys, free, k);
   const best = keys.slice(0, k).sort();
   for (let i = 0; i < k; i++) out.push(indices[best[i]! % POSITION_BITS]!);
+}
+
+/** The common case, no previous subset: the `quota` smallest keys through a bounded
+ * max-heap, so most nodes cost one hash and one comparison. */
+function pickFresh(zone: ZoneGroup, quota: number, mixed: number, out: number[]): void {
+  const { hashes, indices } = zone;
+  const n = hashes.length;
+  if (scratch.length < quota) scratch = new Float64Array(quota * 2);
+  const heap = scratch;
+  let size = 0;
+  for (let p = 0; p < n; p++) {
+    let h = (hashes[p]! ^ mixed) >>> 0;
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+    const key = (h >>> 0) * POSITION_BITS + p;
+    if (size < quota) {
+      // sift up
+      let i = size++;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if (heap[parent]! >= key) break;
+        heap[i] = heap[parent]!;
+        i = parent;
+      }
+      heap[i] = key;
+    } else if (key < heap[0]!) {
+      // replace the largest, sift down
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= size) break;
+        const r = l + 1;
+        const c = r < size && heap[r]! > heap[l]! ? r : l;
+        if (heap[c]! <= key) break;
+        heap[i] = heap[c]!;
+        i = c;
+      }
+      heap[i] = key;
+    }
+  }
+  const best = heap.slice(0, size).sort();
+  for (let i = 0; i < size; i++) out.push(indices[best[i]! % POSITION_BITS]!);
 }
 
 /** Rearranges keys[0..length) so that its k smallest values come first (quickselect). */
