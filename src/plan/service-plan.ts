@@ -157,7 +157,9 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
         "no node has a non-terminating endpoint: nodes with serving, terminating endpoints carry traffic rather than dropping it",
       );
     const limit = config.localBackendLimit;
-    const chosen = new Set(stableSubset(pool, limit, serviceHash, previous));
+    // all of them while under the limit (the usual case): no subset to compute
+    const chosen =
+      pool.length > limit ? new Set(stableSubset(pool, limit, serviceHash, previous)) : undefined;
     if (pool.length > limit)
       issue(
         "local_backend_limit",
@@ -167,24 +169,29 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     for (const c of pool) {
       const f = nodes.facts[c.index]!;
       const counts = perNode.get(f.name)!;
-      const inLimit = chosen.has(c.index);
+      const inLimit = chosen === undefined || chosen.has(c.index);
+      const explanation = !inLimit
+        ? `hosts endpoints, but localBackendLimit ${limit} is reached`
+        : fallback
+          ? `hosts ${counts.servingTerminating} serving but terminating endpoint(s); used because no node has a non-terminating one`
+          : `hosts ${counts.nonTerminating} non-terminating endpoint(s), ${counts.ready} ready` +
+            (weighted ? `; weight ${counts.ready} (pods-per-node)` : "") +
+            (f.ready ? "" : "; node not Ready, kept as a member: the health check decides (KEP-3458)");
+      // same key order as the node table's shared entries, so the JSON reads alike
       specific.set(c.index, {
-        ...nodes.shared(c.index, "eligible", families),
+        node: f.name,
+        zone: f.zone,
+        addresses: f.addresses,
+        weight: !inLimit ? 0 : weighted ? counts.ready : 1,
+        ready: f.ready,
+        localReadyEndpoints: counts.ready,
         included: inLimit,
         reason: !inLimit
           ? "over_local_limit"
           : fallback
             ? "only_terminating_endpoints"
             : "has_local_endpoints",
-        weight: !inLimit ? 0 : weighted ? counts.ready : 1,
-        localReadyEndpoints: counts.ready,
-        explanation: !inLimit
-          ? `hosts endpoints, but localBackendLimit ${limit} is reached`
-          : fallback
-            ? `hosts ${counts.servingTerminating} serving but terminating endpoint(s); used because no node has a non-terminating one`
-            : `hosts ${counts.nonTerminating} non-terminating endpoint(s), ${counts.ready} ready` +
-              (weighted ? `; weight ${counts.ready} (pods-per-node)` : "") +
-              (f.ready ? "" : "; node not Ready, kept as a member: the health check decides (KEP-3458)"),
+        explanation,
       });
     }
     members = [...specific.entries()]
