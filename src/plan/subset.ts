@@ -110,7 +110,14 @@ export function stableSubsetOfZones(
 // Sort keys pack (rank, position): rank · 2^21 + position stays below 2^53, so a plain
 // number comparison orders by rank and breaks ties by position, with no objects allocated.
 const POSITION_BITS = 2 ** 21;
+// A scratch buffer reused between calls (grown on demand); nothing in it outlives a call.
 let scratch = new Float64Array(1024);
+
+/** A node's sort key for one Service: its rank (`subsetRank`, with the Service's hash
+ * already multiplied in) and its position. Small enough for V8 to inline in the loops. */
+function rankKey(nodeHash: number, mixed: number, position: number): number {
+  return fmix32(nodeHash ^ mixed) * POSITION_BITS + position;
+}
 
 function pickInZone(
   zone: ZoneGroup,
@@ -134,14 +141,7 @@ function pickInZone(
   // members of the previous subset first (sticky), then the others, both by rank
   const keptKeys: number[] = [];
   for (let p = 0; p < n; p++) {
-    // fmix32(hash ^ mixed), inlined: this loop runs for every node of every Cluster Service
-    let h = (hashes[p]! ^ mixed) >>> 0;
-    h ^= h >>> 16;
-    h = Math.imul(h, 0x85ebca6b);
-    h ^= h >>> 13;
-    h = Math.imul(h, 0xc2b2ae35);
-    h ^= h >>> 16;
-    const key = (h >>> 0) * POSITION_BITS + p;
+    const key = rankKey(hashes[p]!, mixed, p);
     if (previous?.has(indices[p]!)) keptKeys.push(key);
     else keys[free++] = key;
   }
@@ -164,13 +164,7 @@ function pickFresh(zone: ZoneGroup, quota: number, mixed: number, out: number[])
   const heap = scratch;
   let size = 0;
   for (let p = 0; p < n; p++) {
-    let h = (hashes[p]! ^ mixed) >>> 0;
-    h ^= h >>> 16;
-    h = Math.imul(h, 0x85ebca6b);
-    h ^= h >>> 13;
-    h = Math.imul(h, 0xc2b2ae35);
-    h ^= h >>> 16;
-    const key = (h >>> 0) * POSITION_BITS + p;
+    const key = rankKey(hashes[p]!, mixed, p);
     if (size < quota) {
       // sift up
       let i = size++;
