@@ -134,7 +134,10 @@ function pickInZone(
   }
   if (quota <= 0) return;
   const mixed = Math.imul(serviceHash, 0x9e3779b1);
-  if (!previous) return pickFresh(zone, quota, mixed, out);
+  if (!previous) {
+    pickFresh(zone, quota, mixed, out);
+    return;
+  }
   if (scratch.length < n) scratch = new Float64Array(n * 2);
   const keys = scratch;
   let free = 0;
