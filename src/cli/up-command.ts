@@ -5,7 +5,8 @@
  * try it, then a live view until Ctrl-C (or `--duration`, or `--once`). A second instance
  * finds the first through the control port and says so. docs/quickstart.md.
  *
- * `--dataplane nftables` (the network-namespace lab) is not in this build; `auto` picks
+ * `--dataplane nftables` is served by `passlb lab up -f examples/lab/topology.yaml` (the
+ * network-namespace lab) rather than by this command; `auto` picks
  * userspace here and says why.
  */
 import { fileURLToPath } from "node:url";
@@ -89,11 +90,12 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   if (choice.dataplane === "nftables") {
     if (requested === "nftables") {
       io.stderr(
-        "error: passlb up --dataplane nftables (the network-namespace lab) is not in this build; use --dataplane userspace\n",
+        "error: passlb up runs the userspace proxy only; the same example runs on the kernel data plane in the network-namespace lab: passlb lab up -f examples/lab/topology.yaml (docs/lab.md)\n",
       );
       return 1;
     }
-    reason = "auto: the nftables lab is not in this build, so the userspace proxy";
+    reason =
+      "auto: passlb up runs the userspace proxy (for the kernel data plane: passlb lab up -f examples/lab/topology.yaml)";
   }
   const dir = opts.filename ?? BUNDLED_EXAMPLE;
   const port = Number(opts.controlPort);
