@@ -61,6 +61,7 @@ function setup(behave: Parameters<typeof fakeProbe>[1], maxConcurrent = 100, see
     probe: fakeProbe(clock, behave),
     seed,
     maxConcurrent,
+    tickMs: 5, // the scheduler's own tests use a fine tick; production's default is coarser
     onEvent: (e) => events.push(e),
     onProbe: (r) => records.push(r),
   });
@@ -143,6 +144,7 @@ describe("Prober", () => {
       clock,
       seed: 1,
       maxConcurrent: 3,
+      tickMs: 5,
       onEvent: () => {},
       onProbe: (r) => records.push(r),
       probe: () => {
