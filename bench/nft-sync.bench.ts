@@ -24,6 +24,7 @@ import { createNftApplier } from "../src/dataplane/nft-applier.ts";
 import { kernelTableSize } from "../src/dataplane/render/kernel-table-size.ts";
 import type { EndpointSlice, Node, Service } from "../src/k8s/objects.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../src/k8s/snapshot.ts";
+import { seededRandom } from "../src/net/seeded-random.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../test/netns.ts";
 
 const arg = (name: string, fallback: number) => {
@@ -46,19 +47,8 @@ const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function makeSnapshot(local: boolean): Snapshot {
-  const rand = prng(7);
+  const rand = seededRandom(7);
   const nodes: Node[] = Array.from({ length: NODES }, (_, i) => ({
     apiVersion: "v1",
     kind: "Node",

@@ -12,6 +12,7 @@
 import { performance } from "node:perf_hooks";
 import type { EndpointSlice, Node, Service } from "../src/k8s/objects.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../src/k8s/snapshot.ts";
+import { seededRandom } from "../src/net/seeded-random.ts";
 import { createPlanCache, planSnapshot } from "../src/plan/planner.ts";
 
 const arg = (name: string, fallback: number) => {
@@ -23,20 +24,8 @@ const NODES = arg("nodes", 5_000);
 const ENDPOINTS = arg("endpoints", 200_000);
 const ZONES = 5;
 
-/** mulberry32: a seeded PRNG so every run plans the same cluster */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function makeSnapshot(): Snapshot {
-  const rand = prng(42);
+  const rand = seededRandom(42);
   const nodes: Node[] = Array.from({ length: NODES }, (_, i) => ({
     apiVersion: "v1",
     kind: "Node",
@@ -141,7 +130,7 @@ const errors = result.plans.filter((p) => p.issues.some((i) => i.severity === "e
 // Incremental: flip one endpoint's readiness in one slice, re-plan with the warm cache.
 const incTimes: number[] = [];
 let current = snapshot;
-const rand = prng(7);
+const rand = seededRandom(7);
 for (let i = 0; i < 100; i++) {
   const s = Math.floor(rand() * SERVICES);
   const slices = current.endpointSlices.slice();

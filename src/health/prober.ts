@@ -22,6 +22,8 @@
  * The socket work is the injected `probe` function (probeOnce in production, a fake in
  * tests); time is the injected Clock. Which targets exist is state-probe-targets.ts.
  */
+
+import { seededRandom } from "../net/seeded-random.ts";
 import type { Clock, TimerHandle } from "./clock.ts";
 import { DueHeap } from "./due-heap.ts";
 import {
@@ -95,18 +97,6 @@ interface Slot {
 }
 
 const DEFAULT_TICK_MS = 40;
-
-/** mulberry32: a small seeded PRNG, enough to spread phases */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export class Prober {
   readonly #o: ProberOptions;
