@@ -12,12 +12,19 @@
  * - Established connections keep their pod when targets change; UDP flows to a pod that
  *   left choose again on their next datagram.
  */
-import { createServer, type Server, type Socket } from "node:net";
+import type { Server, Socket } from "node:net";
 import { flowHash } from "../maglev-flow-hash.ts";
 import { NodeHealthServers } from "./node-health-servers.ts";
 import type { NodePortRoute, NodeRoutes, PodTarget } from "./node-port-routes.ts";
 import { decodeProxyV2, encodeProxyV2 } from "./proxy-protocol.ts";
-import { destroyAll, plainAddress, readProxyHeader, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
+import {
+  destroyAll,
+  listenTcp,
+  plainAddress,
+  readProxyHeader,
+  type SocketSet,
+  spliceTcp,
+} from "./tcp-proxy.ts";
 import { UdpRelay } from "./udp-proxy.ts";
 
 export interface NodeProxyEvent {
@@ -193,23 +200,12 @@ export class NodeProxy {
       await relay.listen();
       return Object.assign(entry, { relay });
     }
-    const server = createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
-    server.on("connection", (socket) => {
-      if (this.#closed) {
-        socket.destroy();
-        return;
-      }
-      this.#sockets.add(socket);
-      socket.once("close", () => this.#sockets.delete(socket));
-      socket.on("error", () => socket.destroy());
-      void this.#onTcp(entry, socket);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ host: this.#o.address, port: route.nodePort, exclusive: true }, () => {
-        server.off("error", reject);
-        resolve();
-      });
+    const server = await listenTcp({
+      host: this.#o.address,
+      port: route.nodePort,
+      sockets: this.#sockets,
+      closing: () => this.#closed,
+      onSocket: (socket) => void this.#onTcp(entry, socket),
     });
     return Object.assign(entry, { server });
   }

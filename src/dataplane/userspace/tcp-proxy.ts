@@ -11,7 +11,7 @@
  *   a dead backend costs one timer, cleared on every path.
  * Deliberately not here: which target to pick (the callers decide from forwarding state).
  */
-import { connect, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { decodeProxyV2, type ProxyAddresses } from "./proxy-protocol.ts";
 
 export interface TcpTarget {
@@ -181,4 +181,37 @@ export async function destroyAll(sockets: SocketSet): Promise<void> {
         }),
     ),
   );
+}
+
+/**
+ * A TCP listener for a proxy: half-open allowed, paused until the handler reads, Nagle off;
+ * each accepted socket is tracked in `sockets` (so closing the proxy can destroy it) and
+ * handed to `onSocket`, unless the proxy is already closing. Resolves once listening.
+ */
+export async function listenTcp(options: {
+  readonly host: string;
+  readonly port: number;
+  readonly sockets: SocketSet;
+  readonly closing: () => boolean;
+  readonly onSocket: (socket: Socket) => void;
+}): Promise<Server> {
+  const server = createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
+  server.on("connection", (socket) => {
+    if (options.closing()) {
+      socket.destroy();
+      return;
+    }
+    options.sockets.add(socket);
+    socket.once("close", () => options.sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    options.onSocket(socket);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ host: options.host, port: options.port, exclusive: true }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return server;
 }

@@ -15,12 +15,12 @@
  * `update` is level-triggered: the listeners that should exist are opened, those no longer
  * wanted are closed, the others switch to the new forwarding state in place.
  */
-import { createServer, type Server, type Socket } from "node:net";
+import type { Server, Socket } from "node:net";
 import type { ServiceForwarding } from "../forwarding-state.ts";
 import { FlowTable } from "./flow-table.ts";
 import { chooseNode, type LbRoute, parseSourceRanges, sourceAllowed } from "./lb-route.ts";
 import { encodeProxyV2 } from "./proxy-protocol.ts";
-import { destroyAll, plainAddress, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
+import { destroyAll, listenTcp, plainAddress, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
 import { UdpRelay } from "./udp-proxy.ts";
 
 export interface LbEvent {
@@ -253,25 +253,15 @@ export class UserspaceLb {
       await relay.listen();
       return Object.assign(entry, { relay });
     }
-    const server = createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
-    const entry: Listening = { key, protocol, route, nodePort, server };
-    server.on("connection", (socket) => {
-      if (this.#closed) {
-        socket.destroy();
-        return;
-      }
-      this.#sockets.add(socket);
-      socket.once("close", () => this.#sockets.delete(socket));
-      socket.on("error", () => socket.destroy());
-      void this.#onTcp(entry, socket);
+    let entry: Listening | undefined;
+    const server = await listenTcp({
+      host: ip,
+      port,
+      sockets: this.#sockets,
+      closing: () => this.#closed,
+      onSocket: (socket) => void this.#onTcp(entry!, socket),
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ host: ip, port, exclusive: true }, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
+    entry = { key, protocol, route, nodePort, server };
     return entry;
   }
 
