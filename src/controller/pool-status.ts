@@ -73,9 +73,11 @@ export function analysePools(pools: readonly LoadBalancerIPPool[]): PoolAnalysis
 }
 
 /**
- * Addresses a Service holds in its status or asks for but was not given because another
- * Service has them, by pool. Reasons are plan issue codes: `address_conflict` (status),
- * `port_clash_on_shared_ip` (same sharing key, clashing ports), `address_in_use` (request).
+ * Addresses a Service asks for but was not given because another Service holds them, by
+ * pool. Reasons are plan issue codes: `port_clash_on_shared_ip` (same sharing key, clashing
+ * ports) or `address_in_use`. An address in a Service's status that another Service keeps
+ * is not listed: the Service is moved to a free address in the same pass (an Event says
+ * so), so the conflict lasts only until that write.
  */
 export function poolConflicts(
   analysis: readonly PoolAnalysis[],
@@ -101,10 +103,6 @@ export function poolConflicts(
     const svc = byKey.get(name);
     if (!svc) continue;
     const granted = new Set(a.vips.map((v) => v.address));
-    for (const ing of svc.status?.loadBalancer?.ingress ?? []) {
-      const address = ing.ip ? canonicalIp(ing.ip) : undefined;
-      if (address && !granted.has(address)) note(address, name, "address_conflict");
-    }
     const key = svc.metadata.annotations?.[SHARED_IP_ANNOTATION];
     for (const text of requestedAddressTexts(svc)) {
       const address = canonicalIp(text);
