@@ -6,7 +6,7 @@
  * schemas; client-node's Date fields are turned back into their JSON strings first.
  *
  * Errors: one PasslbError per failure — `api_conflict` (409), `api_not_found` (404),
- * `api_rejected` (other 4xx), `api_unreachable` (no answer, 429, 5xx). Deliberately not
+ * `api_request_failed` (other 4xx), `api_unreachable` (no answer, 429, 5xx). Deliberately not
  * here: retries and backoff (the loop owns them).
  */
 import {
@@ -63,7 +63,7 @@ export function apiError(e: unknown, what: string): PasslbError {
     if (code === 409) return new PasslbError("api_conflict", message, { cause: e, details });
     if (code === 404) return new PasslbError("api_not_found", message, { cause: e, details });
     if (code >= 400 && code < 500 && code !== 429)
-      return new PasslbError("api_rejected", message, { cause: e, details });
+      return new PasslbError("api_request_failed", message, { cause: e, details });
     return new PasslbError("api_unreachable", message, { cause: e, details });
   }
   return new PasslbError("api_unreachable", `${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e });
