@@ -3,7 +3,9 @@
  * as arguments, so tests run the real command in-process.
  */
 import { Command } from "commander";
+import type { KubeEnv } from "../cluster/kube-config.ts";
 import { registerAgentCommand } from "./agent-command.ts";
+import { registerControllerCommand } from "./controller-command.ts";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
 import { registerLabCommand } from "./lab-command.ts";
 import { registerLbCommand } from "./lb-command.ts";
@@ -25,7 +27,7 @@ export function buildProgram(
   io: CliIo,
   setExitCode: (code: number) => void,
   shutdownSignal: ShutdownSignal = NEVER,
-  host: HostFacts = PLAIN_HOST,
+  host: HostFacts & { kubeEnv?: KubeEnv } = PLAIN_HOST,
 ): Command {
   const program = new Command("passlb")
     .description("Cloud-grade passthrough load balancing for Kubernetes type: LoadBalancer Services")
@@ -39,5 +41,9 @@ export function buildProgram(
   registerUpCommand(program, io, setExitCode, { shutdownSignal, ...host });
   registerLbCommand(program, io, setExitCode, { shutdownSignal, ...host });
   registerLabCommand(program, io, setExitCode);
+  registerControllerCommand(program, io, setExitCode, {
+    shutdownSignal,
+    host: { kubeEnv: host.kubeEnv ?? {} },
+  });
   return program;
 }

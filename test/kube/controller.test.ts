@@ -5,8 +5,12 @@
  * pool exhaustion. Timings are shortened (lease 2 s) so the file stays fast.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
+import { buildProgram } from "../../src/cli/program.ts";
 import { ControllerRuntime } from "../../src/controller/controller-runtime.ts";
 import { realClock } from "../../src/health/clock.ts";
 import type { FakeApiServer } from "../support/fake-api-server.ts";
@@ -243,4 +247,48 @@ test("pool exhaustion: the Service says why, an Event is recorded, the pool says
   assert.deepEqual(main?.status?.ipv4, { total: "2", used: 2 });
   const exhausted = (main?.status?.conditions ?? []).find((x: Obj) => x.type === "passlb.io/Exhausted");
   assert.equal(exhausted?.status, "True");
+});
+
+test("passlb controller (the CLI) assigns, and gives the Lease up when it stops", async (t) => {
+  const api = await cluster();
+  api.remove("v1", "Service", "late", "shop");
+  const dir = mkdtempSync(join(tmpdir(), "plb-controller-"));
+  const stop = new AbortController();
+  t.after(async () => {
+    stop.abort();
+    await api.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const kubeconfig = join(dir, "kubeconfig");
+  writeFileSync(kubeconfig, api.kubeconfigYaml());
+  let stderr = "";
+  const program = buildProgram(
+    { stdout: () => {}, stderr: (s) => (stderr += s), readStdin: async () => "" },
+    () => {},
+    () => stop.signal,
+  );
+  const run = program.parseAsync([
+    "node",
+    "passlb",
+    "controller",
+    "--kubeconfig",
+    kubeconfig,
+    "--namespace",
+    "passlb-system",
+    "--identity",
+    "cli-replica",
+    "--ip-mode",
+    "Proxy",
+    "--dashboard-address",
+    "off",
+  ]);
+  await eventually(() => ips(svc(api, "web")).length === 1, "web's address", 8000);
+  assert.equal(svc(api, "web")?.status.loadBalancer.ingress[0].ipMode, "Proxy");
+  stop.abort();
+  await run;
+  const lease = api.find("coordination.k8s.io/v1", "Lease", "passlb-controller", "passlb-system") as
+    | Obj
+    | undefined;
+  assert.equal(lease?.spec.holderIdentity, "", `the Lease is given up (${stderr.slice(0, 500)})`);
+  assert.match(stderr, /"event":"leader_acquired"/);
 });
