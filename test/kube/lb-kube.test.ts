@@ -63,7 +63,15 @@ test("passlb lb in Kubernetes mode, userspace data plane", { timeout: 30_000 }, 
   const stop = new AbortController();
   t.after(() => stop.abort());
   const program = buildProgram(
-    { stdout: (s) => void (stdout += s), stderr: (s) => void (stderr += s), readStdin: async () => "" },
+    {
+      stdout: (s) => {
+        stdout += s;
+      },
+      stderr: (s) => {
+        stderr += s;
+      },
+      readStdin: async () => "",
+    },
     (c) => {
       exitCode = c;
     },
