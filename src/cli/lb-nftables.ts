@@ -17,7 +17,7 @@ import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
-import { createNftApplier } from "../dataplane/nft-applier.ts";
+import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
 import { PasslbError } from "../errors.ts";
@@ -77,6 +77,8 @@ export async function runNftablesLb(
   shutdownSignal: () => AbortSignal,
   obs?: Observability,
   kube?: KubeLbRun,
+  /** tests: a fake applier instead of the `nft` command */
+  adapters: { readonly nft?: NftApplier } = {},
 ): Promise<number> {
   const paths = [...flags.filename, ...flags.manifests];
   const seed = Number(flags.seed);
@@ -96,7 +98,7 @@ export async function runNftablesLb(
   }
   if (!(pollMs >= 50) || !(driftMs >= 0)) return usage(io, "--poll-ms must be ≥ 50 and --drift-check-ms ≥ 0");
 
-  const nft = createNftApplier();
+  const nft = adapters.nft ?? createNftApplier();
   try {
     await nft.dump(flags.table, { terse: true });
   } catch (e) {
