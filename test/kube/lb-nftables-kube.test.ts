@@ -5,10 +5,12 @@
  * alone while the API server is away, and the changes made meanwhile converge.
  */
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { type TestContext, test } from "node:test";
 import { kubeReadHandler } from "../../src/cli/lb-kube.ts";
 import { type NftLbFlags, runNftablesLb } from "../../src/cli/lb-nftables.ts";
 import { FakeNftApplier } from "../../src/dataplane/fake-nft-applier.ts";
+import { createNftApplier, type NftApplier } from "../../src/dataplane/nft-applier.ts";
+import { createNetns, deleteNetns, kernelSkipReason } from "../netns.ts";
 import { eventually, fakeCluster, kubeSource } from "./kube-fixture.ts";
 
 const FLAGS: NftLbFlags = {
@@ -23,12 +25,9 @@ const FLAGS: NftLbFlags = {
   driftCheckMs: "0",
 };
 
-test("nftables data plane follows the cluster: status VIPs only, kept while the API is down, converges after", {
-  timeout: 30_000,
-}, async (t) => {
+async function scenario(t: TestContext, nft: NftApplier, sent: () => number): Promise<void> {
   const api = await fakeCluster();
   t.after(() => api.close());
-  const nft = new FakeNftApplier();
   let stderr = "";
   const io = {
     stdout: () => {},
@@ -60,11 +59,11 @@ test("nftables data plane follows the cluster: status VIPs only, kept while the 
   assert.match(stderr, /object left out: Service shop\/broken/);
 
   await api.stop();
-  const scripts = nft.scripts.length;
+  const scripts = sent();
   const pending = api.find("v1", "Service", "pending", "shop")!;
   api.put({ ...pending, status: { loadBalancer: { ingress: [{ ip: "203.0.113.11" }] } } });
   await new Promise((r) => setTimeout(r, 400));
-  assert.equal(nft.scripts.length, scripts, "nothing is sent to the kernel while the API server is away");
+  assert.equal(sent(), scripts, "nothing is sent to the kernel while the API server is away");
   assert.deepEqual([...new Set(await vips())], ["203.0.113.10"]);
 
   await api.start();
@@ -74,4 +73,30 @@ test("nftables data plane follows the cluster: status VIPs only, kept while the 
   );
   stop.abort();
   assert.equal(await running, 0);
+}
+
+test("nftables data plane (fake nft) follows the cluster: status VIPs only, kept while the API is down, converges after", {
+  timeout: 30_000,
+}, async (t) => {
+  const nft = new FakeNftApplier();
+  await scenario(t, nft, () => nft.scripts.length);
+});
+
+test("the same against the kernel: real nft in a throwaway network namespace", {
+  timeout: 60_000,
+  skip: kernelSkipReason(),
+}, async (t) => {
+  const ns = createNetns("kube");
+  t.after(() => deleteNetns(ns));
+  const real = createNftApplier({ netns: ns });
+  let sent = 0;
+  const counting: NftApplier = {
+    apply: (script) => {
+      sent++;
+      return real.apply(script);
+    },
+    check: (script) => real.check(script),
+    dump: (table, options) => real.dump(table, options),
+  };
+  await scenario(t, counting, () => sent);
 });
