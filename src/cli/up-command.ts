@@ -9,8 +9,10 @@
  * network-namespace lab) rather than by this command; `auto` picks
  * userspace here and says why.
  */
+
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
+import type { KubeEnv } from "../cluster/kube-config.ts";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
 import { ControlServer, DEFAULT_CONTROL_PORT } from "../quickstart/control-server.ts";
 import { renderLiveLines, renderLiveView } from "../quickstart/live-view.ts";
@@ -24,6 +26,8 @@ export interface HostFacts {
   readonly stdoutIsTTY: boolean;
   readonly isRoot: boolean;
   readonly hasNft: () => boolean;
+  /** where a kubeconfig may be found (KUBECONFIG, HOME, the in-cluster variables); none in tests */
+  readonly kubeEnv?: KubeEnv;
 }
 
 export interface RunEnv extends HostFacts {

@@ -9,11 +9,12 @@
  * no allocation and no conflict checks: deciding those is the controller's job.
  */
 import type { Service } from "../k8s/objects.ts";
-import { objectKey } from "../k8s/snapshot.ts";
+import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
 import { type IpFamily, parseIp } from "../net/ip.ts";
 import { type AddressPool, poolContains } from "./address-pools.ts";
 import { type VipAssignment, wantedFamilies } from "./ipam.ts";
 import type { Vip } from "./load-balancer-plan.ts";
+import { serviceOwnership } from "./ownership.ts";
 
 export function statusVips(
   services: readonly Service[],
@@ -45,4 +46,21 @@ export function hasStatusAddress(svc: Service): boolean {
     const ip = ing.ip ? parseIp(ing.ip) : undefined;
     return ip !== undefined && families.includes(ip.family);
   });
+}
+
+/**
+ * The snapshot an LB host plans in Kubernetes mode: owned Services without a status
+ * address are left out (the controller has not assigned one yet, or could not) and named
+ * in `waiting`, sorted; everything else is passed through untouched (same arrays when
+ * nothing is left out, so the planner's memo holds).
+ */
+export function withStatusAddresses(snapshot: Snapshot): { snapshot: Snapshot; waiting: string[] } {
+  const waiting: string[] = [];
+  const kept = snapshot.services.filter((svc) => {
+    if (!serviceOwnership(svc, snapshot.config).owned || hasStatusAddress(svc)) return true;
+    waiting.push(objectKey(svc.metadata));
+    return false;
+  });
+  if (waiting.length === 0) return { snapshot, waiting };
+  return { snapshot: { ...snapshot, services: kept }, waiting: waiting.sort() };
 }

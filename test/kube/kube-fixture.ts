@@ -32,9 +32,13 @@ export function kubeSource(api: FakeApiServer, extra: Partial<KubeSourceOptions>
   });
 }
 
-export async function eventually(cond: () => boolean, what: string, ms = 5000): Promise<void> {
+export async function eventually(
+  cond: () => boolean | Promise<boolean>,
+  what: string,
+  ms = 5000,
+): Promise<void> {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }

@@ -5,10 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { KubeConfig } from "@kubernetes/client-node";
 import type { KubeResourceName } from "../../src/cluster/kube-source.ts";
+import { clientNodeTransport } from "../../src/cluster/kube-transport.ts";
 import type { RestartReason } from "../../src/cluster/kube-watch.ts";
 import type { SourceRead } from "../../src/cluster/snapshot-source.ts";
-import { eventually, fakeCluster, kubeSource } from "./kube-fixture.ts";
+import { FakeApiServer } from "../support/fake-api-server.ts";
+import { eventually, fakeCluster, fixtureObjects, kubeSource } from "./kube-fixture.ts";
 
 type OkRead = Extract<SourceRead, { ok: true }>;
 
@@ -90,6 +93,7 @@ test("a burst of 1,000 updates produces a handful of reads, and the last one has
   await eventually(() => label() === "1000", "the last update");
   await new Promise((r) => setTimeout(r, 250)); // any read still pending would show now
   const reads = rec.reads.length - before;
+  t.diagnostic(`${reads} reads for 1,000 updates`);
   assert.ok(reads >= 1 && reads <= 5, `${reads} reads for 1,000 updates`);
   assert.ok(rec.changes >= 1000, "every change is announced at once");
   // the unchanged kinds keep their arrays: the planner's memo sees them as unchanged
@@ -152,4 +156,29 @@ test("API server down: no reads, the last snapshot stays; back up: the changes m
     "the changes made while down",
   );
   assert.equal(api.count("list", "services"), 1, "resumed from the last resourceVersion, no relist needed");
+});
+
+test("a bearer token from the kubeconfig is sent on lists and watches; a wrong one backs off", async (t) => {
+  const api = new FakeApiServer({ token: "t0ken" });
+  await api.start();
+  t.after(() => api.close());
+  for (const o of fixtureObjects("cluster.yaml")) api.put(o);
+  const source = kubeSource(api);
+  t.after(() => source.close());
+  const rec = recorder();
+  await source.start(rec.handlers);
+  assert.deepEqual(names(rec.last.snapshot.nodes), ["node-a", "node-b"]);
+
+  const details: string[] = [];
+  const kc = new KubeConfig();
+  kc.loadFromString(api.kubeconfigYaml().replace("t0ken", "wrong"));
+  const denied = kubeSource(api, {
+    transport: clientNodeTransport(kc),
+    onRestart: (_r, reason, detail) => details.push(`${reason} ${detail}`),
+  });
+  t.after(() => denied.close());
+  void denied.start(recorder().handlers);
+  await eventually(() => details.length >= 4, "refused lists");
+  assert.match(details[0] ?? "", /^error list: GET \/api\/v1\/\w+: HTTP 401 Unauthorized/);
+  assert.equal(denied.synced, false);
 });
