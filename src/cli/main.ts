@@ -34,12 +34,6 @@ async function main(): Promise<void> {
     shutdownSignal,
     {
       stdoutIsTTY: process.stdout.isTTY === true,
-      kubeEnv: {
-        KUBECONFIG: process.env.KUBECONFIG,
-        HOME: process.env.HOME,
-        KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST,
-        KUBERNETES_SERVICE_PORT: process.env.KUBERNETES_SERVICE_PORT,
-      },
       isRoot: process.getuid?.() === 0,
       kubeEnv: {
         KUBECONFIG: process.env.KUBECONFIG,

@@ -3,7 +3,6 @@
  * as arguments, so tests run the real command in-process.
  */
 import { Command } from "commander";
-import type { KubeEnv } from "../cluster/kube-config.ts";
 import { registerAgentCommand } from "./agent-command.ts";
 import { registerControllerCommand } from "./controller-command.ts";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
@@ -27,7 +26,7 @@ export function buildProgram(
   io: CliIo,
   setExitCode: (code: number) => void,
   shutdownSignal: ShutdownSignal = NEVER,
-  host: HostFacts & { kubeEnv?: KubeEnv } = PLAIN_HOST,
+  host: HostFacts = PLAIN_HOST,
 ): Command {
   const program = new Command("passlb")
     .description("Cloud-grade passthrough load balancing for Kubernetes type: LoadBalancer Services")
