@@ -124,7 +124,8 @@ export class QuickstartLab {
       this.#state = await labUp(join(this.#scratch, "topology.yaml"), {
         repoRoot: this.#o.repoRoot,
         stateRoot: this.stateRoot,
-        agentArgs: ["--dataplane=nftables"],
+        // [::]: /healthz answers on both families (the LB probes dual-stack nodes on each)
+        agentArgs: ["--dataplane=nftables", "--healthz-bind-address=[::]:10256"],
         lbArgs: ["--dataplane=nftables", `--dashboard-address=127.0.0.1:${this.#o.lbDashboardPort ?? 9797}`],
         log: (l) => this.#o.log(`lab: ${l}`),
       });
