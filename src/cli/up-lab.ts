@@ -8,12 +8,12 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { labPrefix } from "../lab/lab-layout.ts";
 import { ControlServer } from "../quickstart/control-server.ts";
 import { labTryLines } from "../quickstart/lab-try-lines.ts";
+import { relayTcpToSocket, type TcpRelay } from "../quickstart/lb-dashboard-relay.ts";
 import { renderLiveLines, renderLiveView } from "../quickstart/live-view.ts";
 import { QuickstartLab } from "../quickstart/quickstart-lab.ts";
 import { parseBindAddress } from "./agent-command.ts";
@@ -75,7 +75,7 @@ export async function runUpLab(opts: UpLabOptions, io: CliIo, env: RunEnv): Prom
   }
   // caught from here on: Ctrl-C while the lab is being built still tears it down
   const signal = env.shutdownSignal();
-  let relay: Relay | undefined;
+  let relay: TcpRelay | undefined;
   try {
     io.stdout(
       `passlb up: data plane nftables (requested), in the network-namespace lab ${labPrefix(opts.labName)}*; folder ${opts.dir}\n`,
@@ -101,7 +101,7 @@ export async function runUpLab(opts: UpLabOptions, io: CliIo, env: RunEnv): Prom
     for (const p of lab.plans)
       io.stdout(`  ${p.service}: ingress ${p.vips.map((v) => v.address).join(", ")} (ipMode ${p.ipMode})\n`);
     if (bind && lab.lbSocket) {
-      relay = await relayToSocket(bind.host ?? "127.0.0.1", bind.port, lab.lbSocket).catch((e: Error) => {
+      relay = await relayTcpToSocket(bind.host ?? "127.0.0.1", bind.port, lab.lbSocket).catch((e: Error) => {
         io.stderr(`passlb up: no dashboard on ${opts.dashboardAddress}: ${e.message}\n`);
         return undefined;
       });
@@ -144,38 +144,4 @@ export async function runUpLab(opts: UpLabOptions, io: CliIo, env: RunEnv): Prom
     await control.server.close();
     io.stdout("\npasslb up: stopped; the lab's namespaces, links and processes are removed\n");
   }
-}
-
-interface Relay {
-  close(): Promise<void>;
-}
-
-/** A TCP listener whose every connection is piped to a Unix socket. */
-function relayToSocket(host: string, port: number, socketPath: string): Promise<Relay> {
-  const open = new Set<Socket>();
-  const server: Server = createServer((inbound) => {
-    const outbound = connect(socketPath);
-    for (const s of [inbound, outbound]) {
-      open.add(s);
-      s.on("error", () => {}).on("close", () => {
-        open.delete(s);
-        inbound.destroy();
-        outbound.destroy();
-      });
-    }
-    inbound.pipe(outbound);
-    outbound.pipe(inbound);
-  });
-  const close = () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      for (const s of open) s.destroy();
-    });
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host, port }, () => {
-      server.off("error", reject);
-      resolve({ close });
-    });
-  });
 }

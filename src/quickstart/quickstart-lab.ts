@@ -14,10 +14,9 @@
  * links, processes: labDown) and the scratch folder, also after a failed start.
  * Deliberately not here: the terminal, signals, the control port (up-command.ts, up-lab.ts).
  */
-import { execFile, spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { execFile, spawnSync } from "node:child_process";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
-import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -41,6 +40,7 @@ import {
   serviceTargets,
   VIEW_TABLE,
 } from "./lab-view.ts";
+import { getJsonOverSocket, startLbRelay } from "./lb-dashboard-relay.ts";
 import type { LiveState } from "./live-view.ts";
 
 export interface QuickstartLabOptions {
@@ -129,7 +129,13 @@ export class QuickstartLab {
         lbArgs: ["--dataplane=nftables", `--dashboard-address=127.0.0.1:${this.#o.lbDashboardPort ?? 9797}`],
         log: (l) => this.#o.log(`lab: ${l}`),
       });
-      await this.#startRelay(this.#state);
+      await startLbRelay({
+        ns: this.#state.layout.lb.ns,
+        socketPath: this.lbSocket!,
+        to: `127.0.0.1:${this.#o.lbDashboardPort ?? 9797}`,
+        repoRoot: this.#o.repoRoot,
+        logPath: join(this.#state.stateDir, "logs", "lb.relay.log"),
+      });
       this.#installCounters(this.#state.layout);
       await this.#readLabFolder(this.#state.manifestsDir);
     } catch (e) {
@@ -182,40 +188,6 @@ export class QuickstartLab {
     if (this.#events.length > MAX_EVENTS) this.#events.shift();
   }
 
-  async #startRelay(state: LabState): Promise<void> {
-    const sock = this.lbSocket!;
-    const logPath = join(state.stateDir, "logs", "lb.relay.log");
-    const fd = openSync(logPath, "a");
-    const script = join(this.#o.repoRoot, "src", "lab", "unix-relay.ts");
-    const to = `127.0.0.1:${this.#o.lbDashboardPort ?? 9797}`;
-    const child = spawn(
-      "ip",
-      [
-        "netns",
-        "exec",
-        state.layout.lb.ns,
-        process.execPath,
-        "--import",
-        "tsx",
-        script,
-        "--listen",
-        sock,
-        "--to",
-        to,
-      ],
-      { cwd: this.#o.repoRoot, detached: true, stdio: ["ignore", fd, fd] },
-    );
-    closeSync(fd);
-    child.unref();
-    // it runs inside the lab: labDown stops it with everything else
-    const deadline = Date.now() + 20_000;
-    while (!existsSync(sock)) {
-      if (Date.now() > deadline || child.exitCode !== null)
-        throw new Error(`the relay to the LB's dashboard did not start (log: ${logPath})`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-
   #installCounters(layout: LabLayout): void {
     this.#counters.clear();
     for (const n of layout.nodes) {
@@ -253,7 +225,7 @@ export class QuickstartLab {
       }),
     );
     this.#window.record(Date.now(), values);
-    const state = await getJson(this.lbSocket!, "/api/v1/state");
+    const state = await getJsonOverSocket(this.lbSocket!, "/api/v1/state");
     if (state) this.#lb = state as DashboardState;
   }
 
@@ -341,29 +313,5 @@ function run(argv: readonly string[]): Promise<string> {
     execFile(argv[0]!, argv.slice(1), { encoding: "utf8", timeout: 5000 }, (_err, stdout) =>
       resolve(stdout ?? ""),
     );
-  });
-}
-
-/** GET over a Unix socket; undefined on any failure (the LB may be starting or gone). */
-export function getJson(socketPath: string, path: string): Promise<unknown> {
-  return new Promise((resolve) => {
-    const req = request({ socketPath, path, timeout: 2000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => {
-        body += d;
-      });
-      res.on("end", () => {
-        try {
-          resolve(res.statusCode === 200 ? JSON.parse(body) : undefined);
-        } catch {
-          resolve(undefined);
-        }
-      });
-      res.on("error", () => resolve(undefined));
-    });
-    req.on("timeout", () => req.destroy());
-    req.on("error", () => resolve(undefined));
-    req.end();
   });
 }
