@@ -87,7 +87,8 @@ export async function runUpLab(opts: UpLabOptions, io: CliIo, env: RunEnv): Prom
     for (const n of started.notes) io.stderr(`${n.code}: ${n.subject}: ${n.message}\n`);
     if (!started.ok) {
       for (const e of started.errors) io.stderr(`error: ${e}\n`);
-      return 2;
+      // a lab already running under this name is an operational refusal, not bad input
+      return started.errors.some((e) => /is running/.test(e)) ? 1 : 2;
     }
     if (signal.aborted) return 0;
     const state = lab.state!;
@@ -140,8 +141,13 @@ export async function runUpLab(opts: UpLabOptions, io: CliIo, env: RunEnv): Prom
     return 1;
   } finally {
     await relay?.close();
+    const built = lab.built;
     await lab.close();
     await control.server.close();
-    io.stdout("\npasslb up: stopped; the lab's namespaces, links and processes are removed\n");
+    io.stdout(
+      built
+        ? "\npasslb up: stopped; the lab's namespaces, links and processes are removed\n"
+        : "\npasslb up: stopped; nothing was built\n",
+    );
   }
 }

@@ -25,7 +25,7 @@ import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import type { LabLayout } from "../lab/lab-layout.ts";
 import { labManifests } from "../lab/lab-manifests.ts";
-import { defaultStateRoot, type LabState, labDown, labUp } from "../lab/lab-runner.ts";
+import { defaultStateRoot, type LabState, labDown, labStatus, labUp } from "../lab/lab-runner.ts";
 import type { Finding, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import type { DashboardService, DashboardState } from "../web/dashboard-state.ts";
@@ -83,6 +83,9 @@ export class QuickstartLab {
   #timers: ReturnType<typeof setInterval>[] = [];
   #busy: Promise<void> = Promise.resolve();
   #closed = false;
+  /** the lab started being built: close() removes it */
+  #built = false;
+  #sampling = false;
 
   constructor(options: QuickstartLabOptions) {
     this.#o = options;
@@ -95,6 +98,11 @@ export class QuickstartLab {
 
   get state(): LabState | undefined {
     return this.#state;
+  }
+
+  /** whether the lab started being built (and so is removed by close()) */
+  get built(): boolean {
+    return this.#built;
   }
 
   /** lab zone → its client host */
@@ -116,7 +124,19 @@ export class QuickstartLab {
     if (!loaded.snapshot) return { ok: false, notes: [], errors: loaded.errors };
     const rw = labRewrite(loaded.snapshot, { name: this.#o.name });
     if (rw.errors.length > 0) return { ok: false, notes: rw.notes, errors: [...rw.errors] };
+    // a lab of this name with live processes belongs to someone: never tear it down
+    // (namespaces whose processes are all gone are a crash's leftovers: labUp removes them)
+    const status = labStatus(this.#o.name, { repoRoot: this.#o.repoRoot, stateRoot: this.stateRoot });
+    if (status.namespaces.length > 0 && [...status.alive.values()].some((a) => a))
+      return {
+        ok: false,
+        notes: rw.notes,
+        errors: [
+          `a lab named ${this.#o.name} is running (${status.namespaces.length} namespaces); choose another --lab-name, or remove it with passlb lab down --name ${this.#o.name}`,
+        ],
+      };
     this.#clients = new Map(rw.clients);
+    this.#built = true;
     this.#scratch = mkdtempSync(join(tmpdir(), "plb-up-"));
     writeFileSync(join(this.#scratch, "services.yaml"), yamlOf(rw.manifests));
     writeFileSync(join(this.#scratch, "topology.yaml"), stringify(rw.topology));
@@ -172,9 +192,10 @@ export class QuickstartLab {
     this.#closed = true;
     for (const t of this.#timers) clearInterval(t);
     await this.#busy.catch(() => {});
+    if (this.#scratch) rmSync(this.#scratch, { recursive: true, force: true });
+    if (!this.#built) return;
     const r = await labDown(this.#o.name, { repoRoot: this.#o.repoRoot, stateRoot: this.stateRoot });
     this.#o.log(`lab: removed ${r.namespaces.length} namespaces, stopped ${r.stopped} processes`);
-    if (this.#scratch) rmSync(this.#scratch, { recursive: true, force: true });
   }
 
   #queue(fn: () => Promise<void>): Promise<void> {
@@ -203,7 +224,16 @@ export class QuickstartLab {
   }
 
   async #sample(): Promise<void> {
-    if (this.#closed || !this.#state) return;
+    if (this.#closed || !this.#state || this.#sampling) return;
+    this.#sampling = true;
+    try {
+      await this.#sampleNow();
+    } finally {
+      this.#sampling = false;
+    }
+  }
+
+  async #sampleNow(): Promise<void> {
     const values = new Map<string, number>();
     await Promise.all(
       [...this.#counters].map(async ([ns, counters]) => {

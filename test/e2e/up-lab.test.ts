@@ -160,6 +160,27 @@ test("passlb up --dataplane nftables runs the example in the lab and leaves noth
     "the LB to plan demo/web as Cluster",
   );
 
+  // a second instance on another control port refuses the running lab instead of removing it
+  const second = spawnSync(
+    process.execPath,
+    [
+      BIN,
+      "up",
+      "--dataplane",
+      "nftables",
+      "--lab-name",
+      name,
+      "--control-port",
+      String(Number(control) + 1),
+      "--dashboard-address",
+      "off",
+      "--once",
+    ],
+    { encoding: "utf8", timeout: 60_000 },
+  );
+  assert.equal(second.status, 1, second.stderr);
+  assert.match(second.stderr, new RegExp(`a lab named ${name} is running`));
+
   // every process running in the lab's namespaces, to check after the stop
   const pids = namespaces(prefix).flatMap((ns) =>
     (spawnSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).stdout ?? "")
