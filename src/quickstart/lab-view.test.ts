@@ -14,6 +14,7 @@ import { planSnapshot } from "../plan/planner.ts";
 import type { DashboardService } from "../web/dashboard-state.ts";
 import { CounterWindow } from "./counter-window.ts";
 import { labRewrite } from "./lab-rewrite.ts";
+import { labTryLines } from "./lab-try-lines.ts";
 import { labLiveState, parseCounters, podCounterScript, serviceTargets } from "./lab-view.ts";
 
 async function quickstartLab() {
@@ -169,4 +170,24 @@ test("the counter window: growth within the window, a reset counts from zero", (
       ["b", 0],
     ],
   );
+});
+
+test("try lines: the lab client from a client host per listener, every zone's for zonal Services", async () => {
+  const { rw, gen } = await quickstartLab();
+  const decoded = decodeDocuments(
+    [...rw.manifests, ...gen.nodes, ...gen.pods, ...gen.endpointSlices].map((value, i) => ({
+      source: "lab",
+      index: i + 1,
+      value,
+    })),
+  );
+  const lines = labTryLines(planSnapshot(decoded.snapshot).plans, rw.clients, "up", "/s/lab-client.mjs");
+  const prefix = "passlb lab exec --name up";
+  assert.deepEqual(lines, [
+    `${prefix} client-zone-a -- node /s/lab-client.mjs --target 203.0.113.1:53 --proto udp --count 20`,
+    `${prefix} client-zone-a -- node /s/lab-client.mjs --target 203.0.113.2:9000 --count 20`,
+    `${prefix} client-zone-a -- node /s/lab-client.mjs --target 203.0.113.3:80 --count 20`,
+    `${prefix} client-zone-b -- node /s/lab-client.mjs --target 203.0.113.3:80 --count 20`,
+    `${prefix} client-zone-c -- node /s/lab-client.mjs --target 203.0.113.3:80 --count 20`,
+  ]);
 });
