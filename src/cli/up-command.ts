@@ -57,15 +57,23 @@ export function registerUpCommand(
       "run a folder of manifests on this machine — pods, node agents, health checks and the LB — with a live view",
     )
     .option("-f, --filename <dir>", "folder of manifests (default: the bundled examples/quickstart)")
-    .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
-    .option("--duration <seconds>", "stop by itself after this many seconds")
+    .option(
+      "--dataplane <mode>",
+      "auto or userspace (loopback, no root), or nftables (the kernel data plane in a network-namespace lab: root, nft, ip)",
+      "auto",
+    )
+    .option("--duration <seconds>", "stop by itself after this many seconds (after the start)")
     .option("--once", "start, show the view once, stop")
     .option(
       "--control-port <port>",
       "127.0.0.1 port of the status endpoint and single-instance check",
       String(DEFAULT_CONTROL_PORT),
     )
-    .option("--probe-interval <ms>", "health probe interval in milliseconds (plans say GKE's 8 s)", "1000")
+    .option(
+      "--probe-interval <ms>",
+      "userspace: health probe interval in milliseconds (plans say GKE's 8 s)",
+      "1000",
+    )
     .option("--refresh <seconds>", "live view period (default 1 on a terminal, 5 otherwise)")
     .option("--lab-name <name>", "nftables: the lab's name (namespaces plb-<name>-*)", "up");
   // JSON logs at warn by default: the live view is the human output
