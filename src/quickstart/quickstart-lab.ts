@@ -316,7 +316,8 @@ export class QuickstartLab {
     }
     await this.#readLabFolder(dir);
     this.#event(`reloaded ${this.#o.dir}`);
-    for (const n of notes) this.#event(`${n.code}: ${n.subject}: ${n.message}`);
+    for (const n of [...rw.notes, ...notes])
+      if (n.severity !== "info") this.#event(`${n.code}: ${n.subject}: ${n.message}`);
   }
 
   /** plans, as the LB makes them from the same folder, and who serves which Service */
