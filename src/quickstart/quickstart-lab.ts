@@ -289,6 +289,8 @@ export class QuickstartLab {
     const loaded = await this.#load();
     if (!loaded.snapshot) {
       this.#event(`folder has problems; keeping the last good state: ${loaded.errors[0] ?? ""}`);
+      this.#o.log(`reload: ${loaded.errors.length} problem(s); keeping the last good state`);
+      for (const e of loaded.errors) this.#o.log(`  ${e}`);
       return;
     }
     const rw = labRewrite(loaded.snapshot, {
@@ -297,6 +299,9 @@ export class QuickstartLab {
     });
     if (rw.errors.length > 0) {
       this.#event(`the lab cannot run the changed folder; keeping the last state: ${rw.errors[0]}`);
+      this.#o.log(
+        `reload: the lab cannot run the changed folder (${rw.errors.join("; ")}); keeping the last state`,
+      );
       return;
     }
     const { layout, notes } = labReloadLayout(state.layout, rw.topology);
@@ -317,7 +322,10 @@ export class QuickstartLab {
     await this.#readLabFolder(dir);
     this.#event(`reloaded ${this.#o.dir}`);
     for (const n of [...rw.notes, ...notes])
-      if (n.severity !== "info") this.#event(`${n.code}: ${n.subject}: ${n.message}`);
+      if (n.severity !== "info") {
+        this.#event(`${n.code}: ${n.subject}: ${n.message}`);
+        this.#o.log(`reload: ${n.code}: ${n.subject}: ${n.message}`);
+      }
   }
 
   /** plans, as the LB makes them from the same folder, and who serves which Service */
