@@ -106,8 +106,16 @@ test("a stuck node holds only its own connection; others flow meanwhile", async 
   stuck.destroy();
 });
 
-test("a node that refuses: the connection is retried on another member", async () => {
+test("a node that refuses: the connection is retried on another member; the tallies count what reached a node", async () => {
   for (let i = 0; i < 20; i++) assert.equal(await exchange("127.0.6.12", "r"), "rdone");
+  const mine = lb
+    .trafficTotals()
+    .filter((t) => t.service === "t/127.0.6.12")
+    .sort((a, b) => a.node.localeCompare(b.node));
+  assert.deepEqual(mine, [
+    { service: "t/127.0.6.12", node: "echo", connections: 20, bytesToBackend: 20, bytesToClient: 20 * 5 },
+    { service: "t/127.0.6.12", node: "gone", connections: 0, bytesToBackend: 0, bytesToClient: 0 },
+  ]);
 });
 
 test("TCP source ranges: outside is reset, inside is served", async () => {
