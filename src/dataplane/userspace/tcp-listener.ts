@@ -39,7 +39,7 @@ function destroySelf(this: Socket): void {
 }
 
 /**
- * A TCP listener for a proxy: half-open allowed, paused until the handler reads, Nagle off;
+ * A TCP listener for a proxy: half-open allowed, Nagle off;
  * each accepted socket is tracked in `sockets` (so closing the proxy can destroy it) and
  * handed to `onSocket`, unless the proxy is already closing. Resolves once listening.
  */
@@ -50,7 +50,10 @@ export async function listenTcp(options: {
   readonly closing: () => boolean;
   readonly onSocket: (socket: Socket) => void;
 }): Promise<Server> {
-  const server = createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
+  // Not `pauseOnConnect`: an accepted socket reads at once into its stream buffer (at most
+  // its high-water mark, then the kernel holds the rest) until the splice takes the data;
+  // pausing and resuming it would cost two more epoll_ctl calls per connection.
+  const server = createServer({ allowHalfOpen: true, noDelay: true });
   const { sockets, closing, onSocket } = options;
   server.on("connection", (socket: Accepted) => {
     if (closing()) {

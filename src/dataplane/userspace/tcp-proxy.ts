@@ -188,9 +188,15 @@ function onDrain(this: Tracked): void {
   (this === s.client ? s.upstream : s.client).resume();
 }
 
+/** `this` sent its FIN: pass it on. */
 function onEnd(this: Tracked): void {
   const s = this[SPLICE]!;
-  endSoftly(this === s.client ? s.upstream : s.client);
+  const to = this === s.client ? s.upstream : s.client;
+  // The last direction of the connection: `to` has already sent us its FIN and everything
+  // written to it is in the kernel, so closing it sends the same FIN as `end()` would,
+  // without a separate shutdown(2) and Node's finish step (no unread data: no reset).
+  if (to.readableEnded && to.writableLength === 0 && !to.writableEnded) to.destroy();
+  else endSoftly(to);
 }
 
 /** `end()` unless already ended or destroyed (where `end()` would build an error object). */
