@@ -216,8 +216,9 @@ let sweeper: ReturnType<typeof setInterval> | undefined;
 function watchDeadline(s: Splice): void {
   pending.add(s);
   if (sweeper !== undefined) return;
+  // not unref'd: it only runs while a connect is pending (whose socket holds the loop
+  // anyway), and a sweep that failed to stop would show as a process that never exits
   sweeper = setInterval(sweepDeadlines, SWEEP_MS);
-  sweeper.unref();
 }
 
 function sweepDeadlines(): void {
