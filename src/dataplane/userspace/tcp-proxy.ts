@@ -34,13 +34,13 @@ export interface ByteTally {
 export interface SpliceOptions {
   readonly connectTimeoutMs: number;
   /** bytes written to the target before anything from the client (a PROXY header) */
-  readonly header?: Buffer;
+  readonly header?: Buffer | undefined;
   /** source address to connect from (a loopback address), when set */
-  readonly localAddress?: string;
+  readonly localAddress?: string | undefined;
   /** bytes read from the client are added here */
-  readonly fromClient?: ByteTally;
+  readonly fromClient?: ByteTally | undefined;
   /** bytes read from the target are added here */
-  readonly fromTarget?: ByteTally;
+  readonly fromTarget?: ByteTally | undefined;
 }
 
 /** the live sockets of one splicer, so the owner can destroy them all on close */

@@ -326,16 +326,17 @@ export class UserspaceLb {
     const t = r.traffic.get(b.node);
     const options = {
       connectTimeoutMs: this.#o.connectTimeoutMs ?? 3000,
-      ...(this.#o.proxyProtocol && {
-        header: encodeProxyV2({
-          transport: "TCP",
-          srcAddr: client,
-          srcPort: clientPort,
-          dstAddr: r.vip,
-          dstPort: r.forwarding.port,
-        }),
-      }),
-      ...(t && { fromClient: t.toBackend, fromTarget: t.toClient }),
+      header: this.#o.proxyProtocol
+        ? encodeProxyV2({
+            transport: "TCP",
+            srcAddr: client,
+            srcPort: clientPort,
+            dstAddr: r.vip,
+            dstPort: r.forwarding.port,
+          })
+        : undefined,
+      fromClient: t?.toBackend,
+      fromTarget: t?.toClient,
     };
     spliceTcp(socket, { host, port: entry.nodePort }, options, this.#sockets, (ok) => {
       if (ok) {
