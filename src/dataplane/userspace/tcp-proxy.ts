@@ -137,7 +137,9 @@ function onConnect(this: Tracked): void {
   client.on("end", onEnd);
   upstream.on("data", onData);
   upstream.on("end", onEnd);
-  client.resume();
+  // the client reads from accept on: a FIN with no data before it may already be consumed
+  if (client.readableEnded) endSoftly(upstream);
+  else client.resume();
   s.done(true);
 }
 
