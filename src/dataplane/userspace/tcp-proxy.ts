@@ -81,6 +81,8 @@ const DISCARD: ByteTally = { bytes: 0 };
  * data then flows until both sides finish. Calls `done(false)` when the target could not
  * be reached in time or the client went away first — the client is left untouched so the
  * caller may try another target or destroy it. `done` is called exactly once.
+ * The client must already have an `error` listener (listenTcp's sockets do): its errors
+ * reach the splice as a close with `hadError`.
  */
 export function spliceTcp(
   client: Socket,
