@@ -345,7 +345,8 @@ export class UserspaceLb {
         return;
       }
       this.#event("unreachable", r, client, b.node);
-      if (!socket.destroyed) this.#connect(entry, socket, client, clientPort, b.node, attempt + 1);
+      if (this.#closed) socket.destroy();
+      else if (!socket.destroyed) this.#connect(entry, socket, client, clientPort, b.node, attempt + 1);
     });
   }
 
