@@ -138,6 +138,34 @@ test("the reflector backs off while the server is away, relists on 410 and re-wa
   assert.equal(clock.pending, 0, "stop clears the timer");
 });
 
+test("a watch silent well past its own timeout is abandoned and retried", async () => {
+  const clock = new FakeClock();
+  const api = scripted();
+  api.down = false;
+  const restarts: string[] = [];
+  const r = new ResourceReflector({
+    resource: "nodes",
+    path: "/api/v1/nodes",
+    kind: "Node",
+    apiVersion: "v1",
+    transport: api.transport,
+    clock,
+    random: () => 0, // timeoutSeconds = 300
+    minWatchTimeoutSeconds: 300,
+    onChange: () => {},
+    onRestart: (reason, detail) => restarts.push(`${reason}: ${detail}`),
+  });
+  r.start();
+  await flush();
+  clock.advance(329_000);
+  assert.deepEqual(restarts, [], "not before the grace period");
+  clock.advance(1000);
+  await flush();
+  assert.match(restarts[0] ?? "", /^error: watch: no end of the watch 30 s past its 300 s timeout/);
+  r.stop();
+  assert.equal(clock.pending, 0);
+});
+
 test("the debouncer waits for quiet, but never longer than the ceiling after the first poke", async () => {
   const clock = new FakeClock();
   const fired: number[] = [];

@@ -15,6 +15,8 @@
  *   (reason `error`). The store keeps its objects while the server is away.
  * - A watch that ends within a second without an event counts as a failure too, so a
  *   server that closes every watch at once is not hammered.
+ * - A watch still open well past the timeout it asked for (a peer gone without a FIN or
+ *   RST: the server would have closed it) is aborted and counts as a failure.
  * Time and randomness come in (Clock, random) so tests drive the backoff.
  *
  * Deliberately not: decoding (kube-source.ts decodes), debouncing (the source does),
@@ -67,6 +69,8 @@ export interface RawObject {
 }
 
 const QUICK_CLOSE_MS = 1000;
+/** how long past its own timeoutSeconds a silent watch is given before it is abandoned */
+const WATCHDOG_GRACE_MS = 30_000;
 
 /** Backoff before attempt `failures` (1-based): doubling from initialMs up to maxMs, then
  * "equal jitter" — half fixed, half random — so that many LB hosts do not reconnect in step. */
@@ -85,6 +89,7 @@ export class ResourceReflector {
   #generation = 0;
   #handle: WatchHandle | undefined;
   #timer: TimerHandle | undefined;
+  #watchdog: TimerHandle | undefined;
   #stopped = true;
   #state: WatchState = "stopped";
 
@@ -130,9 +135,15 @@ export class ResourceReflector {
     this.#generation++;
     if (this.#timer) this.#o.clock.clearTimer(this.#timer);
     this.#timer = undefined;
+    this.#clearWatchdog();
     this.#handle?.abort();
     this.#handle = undefined;
     this.#setState("stopped", "");
+  }
+
+  #clearWatchdog(): void {
+    if (this.#watchdog) this.#o.clock.clearTimer(this.#watchdog);
+    this.#watchdog = undefined;
   }
 
   #setState(state: WatchState, detail: string): void {
@@ -261,6 +272,7 @@ export class ResourceReflector {
       if (done) return;
       done = true;
       if (generation !== this.#generation || this.#stopped) return;
+      this.#clearWatchdog();
       this.#generation++;
       this.#handle = undefined;
       const lasted = this.#o.clock.now() - started;
@@ -280,6 +292,18 @@ export class ResourceReflector {
     const minTimeout = this.#o.minWatchTimeoutSeconds ?? 300;
     const timeoutSeconds = Math.floor(minTimeout * (1 + this.#o.random()));
     this.#setState("watching", `from resourceVersion ${this.#rv}`);
+    this.#clearWatchdog();
+    this.#watchdog = this.#o.clock.setTimer(
+      () => {
+        this.#watchdog = undefined;
+        const handle = this.#handle;
+        onDone(
+          new Error(`no end of the watch ${WATCHDOG_GRACE_MS / 1000} s past its ${timeoutSeconds} s timeout`),
+        );
+        handle?.abort();
+      },
+      timeoutSeconds * 1000 + WATCHDOG_GRACE_MS,
+    );
     this.#o.transport
       .watch(
         this.#o.path,
