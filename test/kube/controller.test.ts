@@ -20,6 +20,7 @@ const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
 /** whole seconds (the Lease holds seconds), short for speed, with room for a loaded machine */
 const FAST_ELECTION = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250 };
 
+// biome-ignore lint/suspicious/noExplicitAny: JSON from the fake API server, read only in assertions
 type Obj = Record<string, any>;
 
 function replica(api: FakeApiServer, identity: string, election = FAST_ELECTION): ControllerRuntime {
