@@ -14,7 +14,7 @@ const PURE_FILES = [
   /^src\/dataplane\/render\//,
   /^src\/health\/state[^/]*\.ts$/,
   /^src\/web\/(dashboard-state|backend-states|health-lookup|finding-event|pool-usage)[^/]*\.ts$/,
-  /^src\/controller\/(conditions|controller-events|controller-writes|pool-status|service-writes|leader-election)[^/]*\.ts$/,
+  /^src\/controller\/(conditions|controller-events|controller-writes|pool-status|service-writes|leader-election|passlb-slices)[^/]*\.ts$/,
 ];
 const FORBIDDEN = [
   /\bDate\.now\(/,

@@ -3,9 +3,8 @@
  * Services and LoadBalancerIPPools, assigns VIPs from the pools and writes Service status,
  * conditions, Events, finalizers and pool status — while it holds the `passlb-controller`
  * Lease in its namespace. Runs until the shutdown signal fires, then gives the Lease up.
- *
- * Deliberately not here: `--manage-endpointslices` (not implemented yet: clusters without an
- * EndpointSlice controller are not served by this command).
+ * `--manage-endpointslices` also writes EndpointSlices (passlb's own managed-by value) for
+ * the Services it owns, for clusters without an EndpointSlice controller.
  */
 import { hostname } from "node:os";
 import type { Command } from "commander";
@@ -27,6 +26,7 @@ interface ControllerFlags extends ObservabilityFlags {
   renewDeadline: string;
   retryPeriod: string;
   identity?: string;
+  manageEndpointslices?: boolean;
 }
 
 export interface ControllerHost {
@@ -132,6 +132,7 @@ export function registerControllerCommand(
       identity,
       controller: { defaultClass: opts.defaultClass === true, ipMode: opts.ipMode },
       election: { leaseDurationMs, renewDeadlineMs, retryPeriodMs },
+      manageEndpointSlices: opts.manageEndpointslices === true,
       clock: realClock(),
       random: Math.random,
       report: {
@@ -179,6 +180,14 @@ export function registerControllerCommand(
             "warn",
             { event: "lease_failed", code: (e as PasslbError).code },
             `Lease: ${(e as Error).message}`,
+          ),
+        onSliceWrites: (n) =>
+          logger.log("info", { event: "endpointslices_written", writes: n }, `${n} EndpointSlice write(s)`),
+        onSliceError: (what, err) =>
+          logger.log(
+            "warn",
+            { event: "endpointslice_write_failed", code: (err as PasslbError).code },
+            `${what}: ${err.message}`,
           ),
         onSourceProblems: (problems) => {
           for (const p of problems)

@@ -5,6 +5,9 @@
  * writes. A replica that becomes leader decides from the source's current state, which
  * already holds every address in status, so an address is never handed out twice.
  *
+ * With `manageEndpointSlices` it also watches Pods and writes passlb's own EndpointSlices for
+ * the Services it owns (slice-sync.ts).
+ *
  * Deliberately not here: flags, logging format, process signals (cli/controller-command.ts).
  */
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -16,6 +19,7 @@ import type { ControllerOptions } from "./controller-writes.ts";
 import { KubeControllerApi, KubeLeaseApi } from "./kube-controller-api.ts";
 import { DEFAULT_ELECTION_TIMING, type ElectionConfig } from "./leader-election.ts";
 import { LeaseElector } from "./lease-elector.ts";
+import { SliceSync } from "./slice-sync.ts";
 
 export const LEASE_NAME = "passlb-controller";
 export const CONTROLLER_COMPONENT = "passlb-controller";
@@ -28,6 +32,8 @@ export interface ControllerRuntimeOptions {
   readonly identity: string;
   readonly controller: ControllerOptions;
   readonly election?: Partial<Omit<ElectionConfig, "identity">>;
+  /** also write EndpointSlices for owned selector Services (clusters without the controller) */
+  readonly manageEndpointSlices?: boolean;
   readonly clock: Clock;
   readonly random: () => number;
   /** test speed-ups: source debounce and reflector backoff, loop backoff */
@@ -40,6 +46,8 @@ export interface ControllerRuntimeOptions {
     readonly onLeading?: (leading: boolean) => void;
     readonly onLeaseError?: (error: unknown) => void;
     readonly onSourceProblems?: (problems: readonly string[]) => void;
+    readonly onSliceWrites?: (n: number) => void;
+    readonly onSliceError?: (what: string, error: Error) => void;
   };
 }
 
@@ -47,6 +55,7 @@ export class ControllerRuntime {
   readonly source: KubeSnapshotSource;
   readonly elector: LeaseElector;
   readonly loop: Loop;
+  readonly slices: SliceSync | undefined;
   #started = false;
 
   constructor(o: ControllerRuntimeOptions) {
@@ -56,6 +65,7 @@ export class ControllerRuntime {
       clock: o.clock,
       random: o.random,
       pools: true,
+      pods: o.manageEndpointSlices === true,
       ...(tuning.debounce && { debounce: tuning.debounce }),
       ...(tuning.sourceBackoff && { backoff: tuning.sourceBackoff }),
     });
@@ -69,7 +79,10 @@ export class ControllerRuntime {
       {
         onLeading: (leading) => {
           o.report?.onLeading?.(leading);
-          if (leading) this.loop.notify();
+          if (leading) {
+            this.loop.notify();
+            this.slices?.notify();
+          }
         },
         onError: (e) => o.report?.onLeaseError?.(e),
       },
@@ -86,6 +99,17 @@ export class ControllerRuntime {
       ...(tuning.loopBackoff && { backoff: tuning.loopBackoff }),
       ...(o.report && { report: o.report }),
     });
+    this.slices = o.manageEndpointSlices
+      ? new SliceSync({
+          kubeConfig: o.kubeConfig,
+          defaultClass: o.controller.defaultClass,
+          isLeader: () => this.elector.isLeader(),
+          snapshot: () => this.source.snapshot,
+          clock: o.clock,
+          ...(o.report?.onSliceError && { onError: o.report.onSliceError }),
+          ...(o.report?.onSliceWrites && { onWrites: o.report.onSliceWrites }),
+        })
+      : undefined;
     this.#report = o.report;
   }
 
@@ -100,7 +124,10 @@ export class ControllerRuntime {
       onChange: () => {},
       onRead: (read) => {
         if (read.problems.length > 0) this.#report?.onSourceProblems?.(read.problems);
-        if (read.ok) this.loop.notify();
+        if (read.ok) {
+          this.loop.notify();
+          this.slices?.notify();
+        }
       },
     });
   }
@@ -109,6 +136,7 @@ export class ControllerRuntime {
   async stop(options: { release: boolean } = { release: true }): Promise<void> {
     await this.elector.stop(options);
     await this.loop.stop();
+    await this.slices?.stop();
     await this.source.close();
   }
 }

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice } from "@kubernetes/client-node";
 import { buildProgram } from "../../src/cli/program.ts";
 import { ControllerRuntime } from "../../src/controller/controller-runtime.ts";
 import { realClock } from "../../src/health/clock.ts";
@@ -297,4 +297,63 @@ test("passlb controller (the CLI) assigns, and gives the Lease up when it stops"
     | undefined;
   assert.equal(lease?.spec.holderIdentity, "", `the Lease is given up (${stderr.slice(0, 500)})`);
   assert.match(stderr, /"event":"leader_acquired"/);
+});
+
+test("--manage-endpointslices: passlb's own slices for its Services, once, and nobody else's", async (t) => {
+  const api = await fakeCluster("../controller/slices.yaml");
+  const c = new ControllerRuntime({
+    kubeConfig: api.kubeConfig(),
+    namespace: "passlb-system",
+    identity: "a",
+    controller: { defaultClass: false, ipMode: "VIP" },
+    election: FAST_ELECTION,
+    manageEndpointSlices: true,
+    clock: realClock(),
+    random: Math.random,
+    tuning: { debounce: { quietMs: 20, maxMs: 200 }, sourceBackoff: { initialMs: 20, maxMs: 200 } },
+  });
+  t.after(async () => {
+    await c.stop();
+    await api.close();
+  });
+  const discovery = api.kubeConfig().makeApiClient(DiscoveryV1Api);
+  const slices = async () => (await discovery.listNamespacedEndpointSlice({ namespace: "shop" })).items;
+  await c.start();
+  let ours: V1EndpointSlice[] = [];
+  const end = Date.now() + 5000;
+  while (Date.now() < end) {
+    ours = (await slices()).filter(
+      (s) =>
+        s.metadata?.labels?.["endpointslice.kubernetes.io/managed-by"] ===
+        "endpointslice-controller.passlb.io",
+    );
+    if (ours.length > 0 && ours[0]?.endpoints?.length === 2) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(ours.length, 1);
+  assert.equal(ours[0]?.metadata?.labels?.["kubernetes.io/service-name"], "web");
+  assert.deepEqual(ours[0]?.endpoints?.map((e) => e.addresses[0]).sort(), ["198.51.100.5", "198.51.100.6"]);
+  assert.deepEqual(
+    ours[0]?.ports?.map((p) => p.port),
+    [8080],
+  );
+  // settled: a new read writes no slice, and the other controller's slice is as it was
+  await new Promise((r) => setTimeout(r, 300));
+  api.resetCounts();
+  const before = c.loop.passes;
+  api.put({ apiVersion: "v1", kind: "Namespace", metadata: { name: "unrelated" } });
+  await eventually(() => c.loop.passes > before, "a pass after the change", 5000);
+  await new Promise((r) => setTimeout(r, 200));
+  const sliceWrites = (["create", "update", "patch", "delete"] as const).reduce(
+    (n, verb) => n + api.count(verb, "discovery.k8s.io/endpointslices"),
+    0,
+  );
+  assert.equal(sliceWrites, 0, "no slice writes once settled");
+  assert.equal(api.count("create", "discovery.k8s.io/endpointslices"), 0, "created once");
+  const other = (await slices()).find((s) => s.metadata?.name === "other-abcde");
+  assert.equal(
+    other?.metadata?.labels?.["endpointslice.kubernetes.io/managed-by"],
+    "endpointslice-controller.k8s.io",
+  );
+  assert.equal(other?.endpoints?.length, 1);
 });
