@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   nft_unavailable: "the nft command or the kernel's nf_tables is not available",
   route_failed: "ip refused a policy-routing update (rule or route for a node mark)",
   api_unreachable: "the Kubernetes API server could not be reached",
+  announce_failed: "ip or arping refused a VIP address change or announcement on the segment",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
