@@ -15,16 +15,24 @@ import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-c
 import { createNftApplier } from "../dataplane/nft-applier.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
+import { natClaimRuleset } from "../dataplane/render/nat-claim.ts";
 import { PasslbError } from "../errors.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
+import {
+  type Announce,
+  type AnnounceFlags,
+  addAnnounceOptions,
+  announceConfig,
+  startAnnounce,
+} from "./lb-announce.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
-export interface NftLbFlags {
+export interface NftLbFlags extends AnnounceFlags {
   filename: string[];
   manifests: string[];
   table: string;
@@ -58,6 +66,7 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "nftables: how often to compare the kernel table with what was applied",
       "5000",
     );
+  addAnnounceOptions(command);
 }
 
 export async function runNftablesLb(
@@ -84,6 +93,9 @@ export async function runNftablesLb(
   }
   if (!(pollMs >= 50) || !(driftMs >= 0)) return usage(io, "--poll-ms must be ≥ 50 and --drift-check-ms ≥ 0");
 
+  const announceWith = announceConfig(flags);
+  if (typeof announceWith === "string") return usage(io, announceWith);
+
   const nft = createNftApplier();
   try {
     await nft.dump(flags.table, { terse: true });
@@ -100,8 +112,13 @@ export async function runNftablesLb(
     pendingSince ??= performance.now();
   };
   let lastNote = "";
+  let synced: () => void = () => {};
+  const firstSync = new Promise<void>((r) => {
+    synced = r;
+  });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
+    if (e.kind === "synced") synced();
     if (!obs) return;
     if (e.kind === "synced") {
       if (e.mode !== "noop") obs.metrics.nftTransaction(e.mode, true, e.ms / 1000);
@@ -165,6 +182,8 @@ export async function runNftablesLb(
       const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
       for (const p of problems) io.stderr(`passlb lb: input problem: ${p}\n`);
       const plans = planSnapshot(decoded.snapshot).plans;
+      lastVips = plans.flatMap((p) => p.vips.map((v) => v.address));
+      announce?.setVips(lastVips);
       prober?.setPlans(plans);
       obs?.metrics.ipPools(poolUsage(decoded.snapshot.config.pools, plans));
       changed();
@@ -174,6 +193,16 @@ export async function runNftablesLb(
       return undefined;
     }
   };
+  if (flags.claimNat) {
+    try {
+      await nft.apply(natClaimRuleset(flags.table));
+    } catch (e) {
+      io.stderr(`error: --claim-nat: ${(e as Error).message}\n`);
+      return 1;
+    }
+  }
+  let announce: Announce | undefined;
+  let lastVips: string[] = [];
   const first = await load();
   if (!first) return 2;
   await controller.start();
@@ -191,6 +220,12 @@ export async function runNftablesLb(
     io.stderr(`passlb lb: ${outcome.mode} sync, ${outcome.bytes} bytes\n`);
     return 0;
   }
+  if (announceWith) {
+    // after the first sync: a VIP is taken only once this host can forward it
+    await Promise.race([firstSync, new Promise((r) => setTimeout(r, 10_000))]);
+    announce = await startAnnounce(announceWith, (line) => io.stderr(`passlb lb: ${line}\n`));
+    announce.setVips(lastVips);
+  }
   const signal = shutdownSignal();
   watchManifests(paths, {
     intervalMs: pollMs,
@@ -206,6 +241,7 @@ export async function runNftablesLb(
     if (signal.aborted) resolve();
     else signal.addEventListener("abort", () => resolve(), { once: true });
   });
+  await announce?.stop();
   await controller.stop();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
