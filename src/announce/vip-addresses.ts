@@ -89,7 +89,11 @@ export function kernelVipAddresses(options: { interface: string; arping?: string
         }[];
         const local = (p: number) =>
           rules.some(
-            (r) => r.priority === p && r.table === "local" && r.src === undefined && r.fwmark === undefined,
+            (r) =>
+              r.priority === p &&
+              r.table === "local" &&
+              (r.src === undefined || r.src === "all") &&
+              r.fwmark === undefined,
           );
         if (!local(LOCAL_RULE_PREF))
           await must(

@@ -150,7 +150,8 @@ export class VipAnnouncer {
       await o.addresses.add(vip);
       this.#held.add(vip);
       o.onEvent?.({ kind: "took", vip, live: liveness.live });
-      await o.addresses.announce(vip).catch((error) => o.onEvent?.({ kind: "failed", error }));
+      // not awaited: the announcement of one VIP must not delay taking the next
+      void o.addresses.announce(vip).catch((error) => o.onEvent?.({ kind: "failed", error }));
       // once more a second later: a lost first announcement must not leave clients behind
       o.clock.setTimer(() => {
         if (this.#held.has(vip)) void o.addresses.announce(vip).catch(() => {});

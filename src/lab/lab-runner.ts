@@ -13,6 +13,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { join } from "node:path";
 import { defaultStateRoot, readTopologyFile, writeLabManifests } from "./lab-files.ts";
 import { type LabHost, type LabLayout, labPrefix, procSysScript } from "./lab-layout.ts";
+import { type LabLbHost, labPeers } from "./lab-lb-hosts.ts";
 import { compileLabScripts } from "./lab-scripts.ts";
 import {
   alive,
@@ -74,7 +75,8 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
   const manifestsDir = join(stateDir, "manifests");
   mkdirSync(join(stateDir, "logs"), { recursive: true });
   const layout = await writeLabManifests(topology, baseDir, manifestsDir);
-  log(`creating ${layout.pods.length + layout.nodes.length + layout.clients.length + 1} namespaces`);
+  const hostCount = layout.pods.length + layout.nodes.length + layout.clients.length + layout.lbHosts.length;
+  log(`creating ${hostCount + 1} namespaces`);
   runBatched(layout.commands);
   // bridged frames in the LB namespace must not pass through its IP hooks
   // (the settings exist only where br_netfilter is loaded: a failure is fine)
@@ -139,7 +141,20 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
     );
     log(`${layout.nodes.length} agents running`);
   }
-  if (options.lb ?? true) {
+  if ((options.lb ?? true) && layout.lbHosts.length > 0) {
+    // several LB hosts: each holds the VIPs it wins on the client segment (docs/vip-announce.md)
+    for (const h of layout.lbHosts)
+      start("lb", h, [
+        "bin/passlb.js",
+        "lb",
+        "-f",
+        manifestsDir,
+        ...labAnnounceArgs(layout, h),
+        ...(options.lbArgs ?? []),
+      ]);
+    await waitFor("the LB hosts", () => layout.lbHosts.every((h) => hasAnyTable(h.ns)), processes);
+    log(`${layout.lbHosts.length} LB hosts running`);
+  } else if (options.lb ?? true) {
     start("lb", layout.lb, ["bin/passlb.js", "lb", "-f", manifestsDir, ...(options.lbArgs ?? [])]);
     await waitFor("the LB", () => hasAnyTable(layout.lb.ns), processes);
     log("LB running");
@@ -233,4 +248,19 @@ export function labExec(
     ...(input === undefined ? {} : { input }),
   });
   return { status: r.status ?? 1, stdout: r.stdout ?? "", stderr: r.stderr ?? r.error?.message ?? "" };
+}
+
+/**
+ * The announcement flags of one LB host of a multi-LB lab: hold VIPs on its client-segment
+ * interface, with every LB host as a peer, and claim NAT (an agent may run there too).
+ */
+export function labAnnounceArgs(layout: LabLayout, host: LabLbHost): string[] {
+  return [
+    "--dataplane=nftables",
+    "--announce=l2",
+    `--interface=${host.segmentInterface}`,
+    `--host-name=${host.name}`,
+    `--peers=${labPeers(layout.lbHosts)}`,
+    "--claim-nat",
+  ];
 }
