@@ -124,8 +124,10 @@ export class VipAnnouncer {
       ...(o.quorum === undefined ? {} : { quorum: o.quorum }),
     });
     const liveKey = liveness.live.join(",");
+    let joined = false;
     if (liveKey !== this.#lastLive) {
       const before = new Set(this.#lastLive.split(",").filter((h) => h !== ""));
+      joined = liveness.live.some((h) => h !== o.self && !before.has(h));
       for (const h of liveness.live)
         if (!before.has(h) && h !== o.self) o.onEvent?.({ kind: "peer", host: h, state: "up" });
       for (const h of before)
@@ -145,6 +147,11 @@ export class VipAnnouncer {
       o.onEvent?.({ kind: "released", vip, reason: liveness.mayHold ? "owner_changed" : liveness.reason });
     }
     if (warming) return;
+    // A peer (re)joined: after a partition heals it may have held our VIPs too and have
+    // answered clients for them; announcing ours again puts the clients back at once.
+    if (joined)
+      for (const vip of this.#held)
+        void o.addresses.announce(vip).catch((error) => o.onEvent?.({ kind: "failed", error }));
     for (const vip of want) {
       if (this.#held.has(vip)) continue;
       await o.addresses.add(vip);
