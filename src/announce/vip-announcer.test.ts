@@ -99,3 +99,13 @@ test("a host whose link is down releases everything", async () => {
   await run(clock, 300);
   assert.equal(one.addresses.on.size, 0);
 });
+
+test("VIPs adopted from a previous run are announced again after the warm-up", async () => {
+  const { clock, one } = pair();
+  one.addresses.on.add("203.0.113.1"); // left on the interface by a killed process
+  await one.a.start();
+  assert.ok(!one.addresses.calls.includes("announce 203.0.113.1"), "not during the warm-up");
+  await run(clock, 1200);
+  assert.ok(one.addresses.calls.includes("announce 203.0.113.1"));
+  assert.ok(!one.addresses.calls.includes("add 203.0.113.1"), "kept, not re-added");
+});

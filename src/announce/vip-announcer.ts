@@ -8,7 +8,7 @@
  *
  * Start-up: nothing is taken for `deadAfterMs` (the peers' heartbeats arrive first), so a
  * restarted host never grabs VIPs a live peer holds; VIPs still on the interface from a
- * previous run are kept meanwhile. Stop: goodbyes first, then `handoverMs` for the peers to
+ * previous run are kept meanwhile, and announced again when the warm-up ends. Stop: goodbyes first, then `handoverMs` for the peers to
  * take over, then every VIP is released. Owns its timers; the decisions are the pure
  * modules'.
  */
@@ -51,6 +51,7 @@ export class VipAnnouncer {
   #again = false;
   #lastLive = "";
   #lastReason = "ok";
+  #warmedUp = false;
 
   constructor(options: VipAnnouncerOptions) {
     this.#o = options;
@@ -149,7 +150,11 @@ export class VipAnnouncer {
     if (warming) return;
     // A peer (re)joined: after a partition heals it may have held our VIPs too and have
     // answered clients for them; announcing ours again puts the clients back at once.
-    if (joined)
+    // Likewise once after the warm-up: VIPs adopted from a previous run were never taken
+    // (so never announced), while a peer may have answered for them in between.
+    const firstAfterWarmup = !this.#warmedUp;
+    this.#warmedUp = true;
+    if (joined || firstAfterWarmup)
       for (const vip of this.#held)
         void o.addresses.announce(vip).catch((error) => o.onEvent?.({ kind: "failed", error }));
     for (const vip of want) {
