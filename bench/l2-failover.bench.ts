@@ -147,9 +147,13 @@ async function main(): Promise<void> {
           process.kill(pid, "SIGKILL");
           for (const dev of ["eth0", "eth1"]) spawnSync("ip", ["-n", holderNs, "link", "set", dev, "down"]);
         }
-        const g = gap(await running);
+        const events = await running;
+        const g = gap(events);
         results[kind].push(g);
-        say(`round ${r + 1} ${kind.padEnd(8)} gap ${Number.isFinite(g) ? g : "never resumed"} ms`);
+        const failed = events.filter((e) => !e.ok).length;
+        say(
+          `round ${r + 1} ${kind.padEnd(8)} gap ${Number.isFinite(g) ? g : "never resumed"} ms, ${failed} of ${events.length} failed`,
+        );
         if (kind !== "steady") await backToHolder();
       }
     }
