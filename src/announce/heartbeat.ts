@@ -20,6 +20,8 @@ export interface HeartbeatMessage {
 export interface HeartbeatTransport {
   start(onHeard: (message: HeartbeatMessage) => void): Promise<void>;
   send(bye: boolean): void;
+  /** new peer list (this host's own address must not change) */
+  setPeers?(peers: ReadonlyMap<string, string>): void;
   close(): Promise<void>;
 }
 
@@ -52,14 +54,15 @@ export function udpHeartbeat(options: UdpHeartbeatOptions): HeartbeatTransport {
   const own = options.peers.get(options.self);
   if (own === undefined) throw new Error(`--peers must name this host (${options.self})`);
   const socket: Socket = createSocket({ type: isIPv6(own) ? "udp6" : "udp4", reuseAddr: true });
-  const others = [...options.peers].filter(([h]) => h !== options.self);
+  let peers = options.peers;
+  let others = [...peers].filter(([h]) => h !== options.self);
   const strip = (a: string) => a.replace(/^::ffff:/, "");
   return {
     start(onHeard) {
       socket.on("message", (data, rinfo) => {
         const m = decodeHeartbeat(data);
         if (!m || m.host === options.self) return;
-        if (strip(options.peers.get(m.host) ?? "") !== strip(rinfo.address)) return;
+        if (strip(peers.get(m.host) ?? "") !== strip(rinfo.address)) return;
         onHeard(m);
       });
       socket.on("error", (e) => options.onError?.(e));
@@ -78,6 +81,10 @@ export function udpHeartbeat(options: UdpHeartbeatOptions): HeartbeatTransport {
           // a peer that is down or unreachable is normal here: liveness notices
           if (e && (e as NodeJS.ErrnoException).code !== "EHOSTUNREACH") options.onError?.(e);
         });
+    },
+    setPeers(next) {
+      peers = next;
+      others = [...next].filter(([h]) => h !== options.self);
     },
     close() {
       return new Promise((resolve) => {

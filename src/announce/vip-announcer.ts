@@ -41,6 +41,7 @@ export type AnnounceEvent =
 
 export class VipAnnouncer {
   readonly #o: VipAnnouncerOptions;
+  #hosts: readonly string[];
   readonly #heard = new Map<string, PeerHeard>();
   #vips: readonly string[] = [];
   #held = new Set<string>();
@@ -55,6 +56,13 @@ export class VipAnnouncer {
 
   constructor(options: VipAnnouncerOptions) {
     this.#o = options;
+    this.#hosts = options.hosts;
+  }
+
+  /** The segment's LB hosts changed (Nodes labelled as LB hosts came or went). */
+  setHosts(hosts: readonly string[]): void {
+    this.#hosts = [...hosts];
+    if (this.#startedAt !== 0) void this.reconcile();
   }
 
   /** VIPs currently held (as last applied). */
@@ -116,7 +124,7 @@ export class VipAnnouncer {
     const now = o.clock.now();
     const liveness = peerLiveness({
       self: o.self,
-      hosts: o.hosts,
+      hosts: this.#hosts,
       heard: this.#heard,
       now,
       deadAfterMs: o.deadAfterMs,

@@ -9,6 +9,7 @@ import { isIP } from "node:net";
 import { hostname } from "node:os";
 import type { Command } from "commander";
 import { udpHeartbeat } from "../announce/heartbeat.ts";
+import { parsePeerLabel } from "../announce/lb-peers.ts";
 import { kernelVipAddresses } from "../announce/vip-addresses.ts";
 import { type AnnounceEvent, VipAnnouncer } from "../announce/vip-announcer.ts";
 import { realClock } from "../health/clock.ts";
@@ -23,6 +24,7 @@ export interface AnnounceFlags {
   deadAfterMs: string;
   handoverMs: string;
   quorum?: string;
+  peerLabel?: string;
   claimNat?: boolean;
 }
 
@@ -40,6 +42,10 @@ export function addAnnounceOptions(command: Command): void {
       "l2: every LB host of the segment as name=address,… (this one included); repeatable",
       (v: string, p: string[]) => [...p, v],
       [],
+    )
+    .option(
+      "--peer-label <key[=value]>",
+      "l2: instead of --peers, every Node with this label is an LB host (at its InternalIP)",
     )
     .option("--heartbeat-port <port>", "l2: UDP port of the peer heartbeats", "7480")
     .option("--heartbeat-ms <ms>", "l2: heartbeat interval", "200")
@@ -67,6 +73,8 @@ export function parsePeers(values: readonly string[]): Map<string, string> | str
 
 export interface Announce {
   setVips(vips: readonly string[]): void;
+  /** with --peer-label: the labelled Nodes as read now */
+  setPeers(peers: ReadonlyMap<string, string>): void;
   stop(): Promise<void>;
 }
 
@@ -78,7 +86,10 @@ export function announceConfig(flags: AnnounceFlags) {
   const peers = parsePeers(flags.peers);
   if (typeof peers === "string") return peers;
   const self = flags.hostName ?? hostname();
-  if (!peers.has(self)) return `--peers must list this host (${self}; --host-name to choose)`;
+  const peerLabel = flags.peerLabel === undefined ? undefined : parsePeerLabel(flags.peerLabel);
+  if (flags.peerLabel !== undefined && !peerLabel) return "--peer-label must be key or key=value";
+  if (peerLabel && peers.size > 0) return "give --peers or --peer-label, not both";
+  if (!peerLabel && !peers.has(self)) return `--peers must list this host (${self}; --host-name to choose)`;
   const nums = {
     port: Number(flags.heartbeatPort),
     intervalMs: Number(flags.heartbeatMs),
@@ -90,15 +101,26 @@ export function announceConfig(flags: AnnounceFlags) {
   if (!(nums.deadAfterMs >= 2 * nums.intervalMs)) return "--dead-after-ms must be ≥ 2 × --heartbeat-ms";
   if (!(nums.handoverMs >= 0)) return "--handover-ms must be ≥ 0";
   const quorum = flags.quorum === undefined ? undefined : Number(flags.quorum);
-  if (quorum !== undefined && !(Number.isInteger(quorum) && quorum >= 1 && quorum <= peers.size))
+  if (
+    quorum !== undefined &&
+    !peerLabel &&
+    !(Number.isInteger(quorum) && quorum >= 1 && quorum <= peers.size)
+  )
     return `--quorum must be 1..${peers.size}`;
-  return { self, peers, interface: flags.interface, quorum, ...nums };
+  if (quorum !== undefined && peerLabel) return "--quorum needs a fixed --peers list";
+  return { self, peers, peerLabel, interface: flags.interface, quorum, ...nums };
 }
 
+export type AnnounceConfig = Exclude<ReturnType<typeof announceConfig>, string | undefined>;
+
+/** `peers` replaces the configured list (from --peer-label); this host must be in it. */
 export async function startAnnounce(
-  config: Exclude<ReturnType<typeof announceConfig>, string | undefined>,
+  config: AnnounceConfig,
   log: (line: string) => void,
-): Promise<Announce> {
+  peers: ReadonlyMap<string, string> = config.peers,
+): Promise<Announce | string> {
+  if (!peers.has(config.self))
+    return `this host (${config.self}) is not among the LB hosts (${[...peers.keys()].join(", ") || "none"})`;
   const describe = (e: AnnounceEvent): string => {
     switch (e.kind) {
       case "took":
@@ -113,15 +135,16 @@ export async function startAnnounce(
         return `announce failed: ${(e.error as Error).message ?? String(e.error)}`;
     }
   };
+  const heartbeat = udpHeartbeat({
+    self: config.self,
+    peers,
+    port: config.port,
+    onError: (e) => log(`heartbeat: ${e.message}`),
+  });
   const announcer = new VipAnnouncer({
     self: config.self,
-    hosts: [...config.peers.keys()],
-    heartbeat: udpHeartbeat({
-      self: config.self,
-      peers: config.peers,
-      port: config.port,
-      onError: (e) => log(`heartbeat: ${e.message}`),
-    }),
+    hosts: [...peers.keys()],
+    heartbeat,
     addresses: kernelVipAddresses({ interface: config.interface }),
     clock: realClock(),
     intervalMs: config.intervalMs,
@@ -135,6 +158,13 @@ export async function startAnnounce(
     setVips(vips) {
       announcer.setVips(vips);
       started ??= announcer.start();
+    },
+    setPeers(next) {
+      // this host's own address stays what the socket is bound to
+      if (!next.has(config.self))
+        return log(`this host is no longer labelled as an LB host; keeping the last peer list`);
+      heartbeat.setPeers?.(next);
+      announcer.setHosts([...next.keys()]);
     },
     async stop() {
       await started;

@@ -9,6 +9,8 @@
  * Wiring only. Exit codes: 0 stopped cleanly (or `--once` synced), 1 the sync failed or
  * nft is unusable, 2 bad flags or unreadable input at start.
  */
+
+import { lbPeersFromNodes } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
@@ -184,6 +186,8 @@ export async function runNftablesLb(
       const plans = planSnapshot(decoded.snapshot).plans;
       lastVips = plans.flatMap((p) => p.vips.map((v) => v.address));
       announce?.setVips(lastVips);
+      if (announceWith?.peerLabel)
+        announce?.setPeers(lbPeersFromNodes(decoded.snapshot.nodes, announceWith.peerLabel));
       prober?.setPlans(plans);
       obs?.metrics.ipPools(poolUsage(decoded.snapshot.config.pools, plans));
       changed();
@@ -223,7 +227,20 @@ export async function runNftablesLb(
   if (announceWith) {
     // after the first sync: a VIP is taken only once this host can forward it
     await Promise.race([firstSync, new Promise((r) => setTimeout(r, 10_000))]);
-    announce = await startAnnounce(announceWith, (line) => io.stderr(`passlb lb: ${line}\n`));
+    const started = await startAnnounce(
+      announceWith,
+      (line) => io.stderr(`passlb lb: ${line}\n`),
+      announceWith.peerLabel
+        ? lbPeersFromNodes(first.snapshot.nodes, announceWith.peerLabel)
+        : announceWith.peers,
+    );
+    if (typeof started === "string") {
+      io.stderr(`error: --announce l2: ${started}\n`);
+      await controller.stop();
+      await prober?.close();
+      return 1;
+    }
+    announce = started;
     announce.setVips(lastVips);
   }
   const signal = shutdownSignal();
