@@ -52,9 +52,10 @@ export const TopologySchema = z.strictObject({
   /**
    * LB hosts on one shared segment with the clients (docs/lab.md "Several LB hosts"): 1 =
    * the classic lab (the `lb` host routes and load-balances); 2-4 = `<lb>-1 … <lb>-n` hold
-   * elected VIPs on the client segment and the `lb` host only routes
+   * elected VIPs on the client segment and the `lb` host only routes. Optional (absent = 1)
+   * so that code building a Topology in memory need not name it.
    */
-  lbHosts: z.number().int().min(1).max(4).default(1),
+  lbHosts: z.number().int().min(1).max(4).optional(),
   zones: z.array(ZoneSchema).min(1).max(4),
 });
 
@@ -106,5 +107,6 @@ function duplicateNames(t: Topology): string[] {
 
 /** The names of the LB hosts on the shared segment (none in the classic, single-LB lab). */
 export function lbHostNames(t: Pick<Topology, "lb" | "lbHosts">): string[] {
-  return t.lbHosts < 2 ? [] : Array.from({ length: t.lbHosts }, (_, i) => `${t.lb.name}-${i + 1}`);
+  const n = t.lbHosts ?? 1;
+  return n < 2 ? [] : Array.from({ length: n }, (_, i) => `${t.lb.name}-${i + 1}`);
 }
