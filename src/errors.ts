@@ -12,6 +12,10 @@ export const ERROR_CODES = {
   nft_unavailable: "the nft command or the kernel's nf_tables is not available",
   route_failed: "ip refused a policy-routing update (rule or route for a node mark)",
   api_unreachable: "the Kubernetes API server could not be reached",
+  kubectl_missing: "kubectl passlb: the kubectl command is not on PATH",
+  kubectl_forbidden: "kubectl passlb: the API server denied a read (RBAC)",
+  crd_missing: "kubectl passlb: the LoadBalancerIPPool CRD is not installed",
+  kubectl_failed: "kubectl passlb: a kubectl call failed for another reason (its stderr is in the message)",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
