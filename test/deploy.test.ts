@@ -21,7 +21,11 @@ import { test } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { buildProgram } from "../src/cli/program.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { LoadBalancerIPPoolSchema, poolsFromCluster } from "../src/kubectl/ip-pools.ts";
+import {
+  LoadBalancerIPPoolSchema,
+  LoadBalancerIPPoolStatusSchema,
+} from "../src/k8s/load-balancer-ip-pool.ts";
+import { poolsFromCluster } from "../src/kubectl/ip-pools.ts";
 import { validateAgainst } from "./support/openapi-check.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -236,6 +240,15 @@ test("the CRD: loadbalancerippools.passlb.io, cluster-scoped, v1alpha1 served an
     "ipv4",
     "ipv6",
   ]);
+  // and the same fields as the controller's zod schema
+  assert.deepEqual(
+    Object.keys(schema.properties.spec?.properties ?? {}).sort(),
+    Object.keys(LoadBalancerIPPoolSchema.shape.spec.shape).sort(),
+  );
+  assert.deepEqual(
+    Object.keys(schema.properties.status?.properties ?? {}).sort(),
+    Object.keys(LoadBalancerIPPoolStatusSchema.shape).sort(),
+  );
 });
 
 test("the example pools pass the CRD's schema, our schema and our address rules; broken ones fail the CRD's", () => {

@@ -9,7 +9,7 @@ const pool = (name: string, spec: Record<string, unknown>) => ({
   spec,
 });
 
-test("LoadBalancerIPPools become planner pools in name order; disabled ones and broken ones are left out and said", () => {
+test("LoadBalancerIPPools become planner pools in IPAM order (oldest, then name); disabled ones and broken ones are left out and said", () => {
   const r = poolsFromCluster([
     pool("zeta", {
       addresses: ["203.0.113.0/28"],
@@ -21,11 +21,12 @@ test("LoadBalancerIPPools become planner pools in name order; disabled ones and 
     pool("bad", { addresses: [] }),
   ]);
   assert.deepEqual(r.pools, [
-    { name: "alpha", addresses: ["198.51.100.1-198.51.100.9"], autoAssign: false },
+    { name: "alpha", addresses: ["198.51.100.1-198.51.100.9"], autoAssign: false, avoidBuggyIPs: false },
     {
       name: "zeta",
       addresses: ["203.0.113.0/28"],
       autoAssign: true,
+      avoidBuggyIPs: false,
       namespaces: ["team-a"],
       serviceSelector: { matchLabels: { a: "b" } },
     },
