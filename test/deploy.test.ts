@@ -301,6 +301,22 @@ test("the example pools pass the CRD's schema, our schema and our address rules;
   assert.deepEqual(validateAgainst(schema, statusOk), []);
 });
 
+test("the example Service decodes with our schemas and is passlb's", () => {
+  const path = join(DEPLOY, "examples", "service.yaml");
+  const decoded = decodeDocuments(
+    (docs(path) as unknown[]).map((value, i) => ({
+      source: "deploy/examples/service.yaml",
+      index: i + 1,
+      value,
+    })),
+  );
+  assert.deepEqual(decoded.problems, []);
+  assert.deepEqual(
+    decoded.snapshot.services.map((s) => [s.metadata.name, s.spec.type, s.spec.loadBalancerClass]),
+    [["echo", "LoadBalancer", "passlb.io/l4"]],
+  );
+});
+
 test("workloads: controller Deployment and LB DaemonSet as specified", () => {
   type Container = {
     args: string[];
