@@ -27,6 +27,16 @@ test("kubectl's failures get stable codes from its own messages", () => {
   }
 });
 
+test("the message names the call and kubectl's own line, not client-go's log lines", () => {
+  const e = classifyKubectlFailure(GET, {
+    missing: false,
+    stderr:
+      'E1130 14:02:05.134229   25258 memcache.go:265] "Unhandled Error" err="couldn\'t get current server API group list"\nThe connection to the server localhost:8080 was refused - did you specify the right host or port?\n',
+  });
+  assert.equal(e.code, "api_unreachable");
+  assert.match(e.message, /: The connection to the server localhost:8080 was refused - did you specify/);
+});
+
 test("the message names the call and kubectl's first line", () => {
   const e = classifyKubectlFailure(GET, {
     missing: false,

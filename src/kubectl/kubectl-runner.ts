@@ -50,13 +50,13 @@ export function execKubectl(options: KubectlOptions): KubectlRunner {
   };
 }
 
-function firstLine(text: string): string {
-  return (
-    text
-      .split("\n")
-      .map((l) => l.trim())
-      .find((l) => l !== "") ?? ""
-  );
+/** kubectl's own message: the first line that is not a client-go log line (`E1130 12:00:00.1 …`). */
+export function kubectlMessage(text: string): string {
+  const lines = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "");
+  return lines.find((l) => !/^[IWEF]\d{4} \d/.test(l)) ?? lines[0] ?? "";
 }
 
 /** kubectl's failure, as the error `kubectl passlb` reports. */
@@ -72,7 +72,7 @@ export function classifyKubectlFailure(
       "kubectl was not found on PATH: kubectl passlb runs kubectl to read the cluster; install it (https://kubernetes.io/docs/tasks/tools/) or fix PATH",
       options,
     );
-  const said = firstLine(failure.stderr) || "no error message";
+  const said = kubectlMessage(failure.stderr) || "no error message";
   if (
     /doesn't have a resource type "loadbalancerippools"|loadbalancerippools\.passlb\.io.*not found/i.test(
       failure.stderr,
@@ -89,7 +89,11 @@ export function classifyKubectlFailure(
       `no access: ${what} was denied; your user needs get/list on what it reads (docs/install.md): ${said}`,
       options,
     );
-  if (/Unable to connect to the server|connection refused|no such host|i\/o timeout/i.test(failure.stderr))
+  if (
+    /Unable to connect to the server|The connection to the server .* was refused|connection refused|no such host|i\/o timeout/i.test(
+      failure.stderr,
+    )
+  )
     return new PasslbError(
       "api_unreachable",
       `the API server could not be reached (${what}): ${said}`,

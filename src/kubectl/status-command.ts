@@ -10,7 +10,7 @@ import type { Command } from "commander";
 import type { CliIo } from "../cli/load-input.ts";
 import { PasslbError } from "../errors.ts";
 import { parseJsonList } from "./cluster-snapshot.ts";
-import type { KubectlRunner } from "./kubectl-runner.ts";
+import { type KubectlRunner, kubectlMessage } from "./kubectl-runner.ts";
 import { pickServices } from "./service-pick.ts";
 import {
   buildStatusReport,
@@ -58,15 +58,6 @@ function lbPods(items: readonly unknown[]): LbPod[] {
   });
 }
 
-function firstLine(text: string): string {
-  return (
-    text
-      .split("\n")
-      .find((l) => l.trim() !== "")
-      ?.trim() ?? ""
-  );
-}
-
 async function askHost(kubectl: KubectlRunner, namespace: string, pod: LbPod): Promise<LbHostAnswer> {
   const base = { pod: pod.name, node: pod.node };
   if (pod.phase !== "Running") return { ...base, reachable: false, error: `pod is ${pod.phase}` };
@@ -77,7 +68,7 @@ async function askHost(kubectl: KubectlRunner, namespace: string, pod: LbPod): P
   } catch (e) {
     if (!(e instanceof PasslbError)) throw e;
     if (e.code === "kubectl_missing") throw e;
-    const said = firstLine(String(e.details.stderr ?? "")) || e.message;
+    const said = kubectlMessage(String(e.details.stderr ?? "")) || e.message;
     return { ...base, reachable: false, error: said };
   }
   let json: unknown;
