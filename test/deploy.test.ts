@@ -420,6 +420,14 @@ test("the Dockerfile builds from files that exist and installs what the LB host 
   for (const bin of Object.values(pkg.bin)) accessSync(join(ROOT, bin), constants.X_OK);
 });
 
+test("docs/install.md names only deploy/ files that exist", () => {
+  const text = readFileSync(join(ROOT, "docs", "install.md"), "utf8");
+  const paths = [...text.matchAll(/\bdeploy\/[A-Za-z0-9_./-]*[A-Za-z0-9_]/g)].map((m) => m[0]);
+  assert.ok(paths.length >= 4);
+  for (const p of new Set(paths))
+    assert.ok(existsSync(join(ROOT, p)), `docs/install.md: ${p} does not exist`);
+});
+
 function kustomizeAvailable(): string | undefined {
   const r = spawnSync("kubectl", ["kustomize", "--help"], { encoding: "utf8", timeout: 10_000 });
   if (r.error) return "kubectl is not on PATH";
