@@ -424,7 +424,8 @@ test("docs/install.md names only deploy/ files that exist", () => {
   const text = readFileSync(join(ROOT, "docs", "install.md"), "utf8");
   const paths = [...text.matchAll(/\bdeploy\/[A-Za-z0-9_./-]*[A-Za-z0-9_]/g)].map((m) => m[0]);
   assert.ok(paths.length >= 4);
-  for (const p of new Set(paths))
+  // `deploy/passlb-controller` is kubectl's shorthand for a Deployment, not a path
+  for (const p of new Set(paths.filter((p) => !p.startsWith("deploy/passlb-"))))
     assert.ok(existsSync(join(ROOT, p)), `docs/install.md: ${p} does not exist`);
 });
 
