@@ -230,6 +230,7 @@ test("the CRD: loadbalancerippools.passlb.io, cluster-scoped, v1alpha1 served an
   assert.deepEqual(Object.keys(schema.properties.spec?.properties ?? {}).sort(), [
     "addresses",
     "autoAssign",
+    "avoidBuggyIPs",
     "disabled",
     "namespaces",
     "serviceSelector",

@@ -118,13 +118,19 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
   return { services: [...releases.sort(byKey), ...ensures.sort(byKey)], pools, assignments };
 }
 
+/** Issues about leaving the address in status: true only until the new one is written, so
+ * they are Events but not part of the condition (which would change again next pass). */
+const MOVE_ISSUES: ReadonlySet<string> = new Set(["address_conflict", "status_address_not_in_pool"]);
+
 /** The Service's condition for its assignment: True with the addresses, or False with the
  * first error's code as the reason. */
 export function readyCondition(svc: Service, a: VipAssignment): DesiredCondition {
   const g = svc.metadata.generation;
   const gen = g === undefined ? {} : { observedGeneration: g };
   const errors = a.issues.filter((i) => i.severity === "error");
-  const notes = a.issues.filter((i) => i.severity !== "error").map((i) => i.message);
+  const notes = a.issues
+    .filter((i) => i.severity !== "error" && !MOVE_ISSUES.has(i.code))
+    .map((i) => i.message);
   if (a.vips.length === 0 || (errors.length > 0 && errors.some((e) => e.code === "dual_stack_unavailable")))
     return {
       type: SERVICE_READY_CONDITION,

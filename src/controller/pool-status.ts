@@ -14,7 +14,7 @@ import {
   type LoadBalancerIPPool,
   type LoadBalancerIPPoolStatus,
   type PoolConflict,
-  poolFromResource,
+  poolOf,
 } from "../k8s/load-balancer-ip-pool.ts";
 import type { Pool, Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
@@ -63,7 +63,7 @@ export function analysePools(pools: readonly LoadBalancerIPPool[]): PoolAnalysis
     if (!resource.spec.disabled) seen.push({ name, ranges });
     out.push({
       resource,
-      pool: poolFromResource(resource),
+      pool: poolOf(resource),
       invalid,
       overlaps,
       active: !resource.spec.disabled,

@@ -1,19 +1,23 @@
 /**
  * LoadBalancerIPPool (`passlb.io/v1alpha1`, cluster-scoped, plural `loadbalancerippools`,
- * short name `lbippool`): the address pools of Kubernetes mode, as a zod schema, and their
- * mapping onto the planner's `Pool` so IPAM (plan/ipam.ts) is the same code in both modes.
- * The CRD YAML in deploy/ is written from exactly this shape.
+ * short name `lbippool`): one address pool per object, with the fields of a PasslbConfig
+ * pool (objects.ts PoolSchema; semantics in docs/config.md and plan/address-pools.ts) plus
+ * `disabled`, and the status the controller writes (docs/controller.md). In Kubernetes mode
+ * the pools come from these objects instead of a PasslbConfig file; the CRD YAML in deploy/
+ * is written from this shape.
  *
  * Pool semantics follow MetalLB's IPAddressPool (addresses as CIDRs or `a-b` ranges,
  * autoAssign, namespace and Service selectors). Status totals are decimal strings because an
- * IPv6 pool can hold more than 2^53 addresses. Deliberately not here: deciding the status
- * (controller/pool-status.ts) or reading the objects (the cluster source).
+ * IPv6 pool can hold more than 2^53 addresses. A status that does not decode is dropped,
+ * never the pool: a bad status must not take addresses away. Deliberately loose: unknown
+ * fields pass through.
  */
 import { z } from "zod";
 import { ConditionSchema, LabelSelectorSchema, ObjectMetaSchema, type Pool } from "./objects.ts";
 
 export const POOL_GROUP = "passlb.io";
 export const POOL_VERSION = "v1alpha1";
+export const POOL_API_VERSION = `${POOL_GROUP}/${POOL_VERSION}`;
 export const POOL_PLURAL = "loadbalancerippools";
 export const POOL_KIND = "LoadBalancerIPPool";
 
@@ -41,33 +45,34 @@ export const LoadBalancerIPPoolStatusSchema = z.looseObject({
 export type LoadBalancerIPPoolStatus = z.infer<typeof LoadBalancerIPPoolStatusSchema>;
 
 export const LoadBalancerIPPoolSchema = z.looseObject({
-  apiVersion: z.literal(`${POOL_GROUP}/${POOL_VERSION}`),
+  apiVersion: z.literal(POOL_API_VERSION),
   kind: z.literal(POOL_KIND),
-  metadata: ObjectMetaSchema,
+  metadata: ObjectMetaSchema.extend({ name: z.string().min(1) }),
   spec: z.looseObject({
     /** CIDRs, `first-last` ranges or single addresses, IPv4 and IPv6 */
     addresses: z.array(z.string()).min(1),
     autoAssign: z.boolean().default(true),
+    avoidBuggyIPs: z.boolean().default(false),
     /** only Services in these namespaces (all when unset or empty) */
     namespaces: z.array(z.string()).optional(),
     serviceSelector: LabelSelectorSchema.optional(),
     /** out of service: no Service keeps or gets an address from it */
     disabled: z.boolean().default(false),
   }),
-  status: LoadBalancerIPPoolStatusSchema.optional(),
+  status: LoadBalancerIPPoolStatusSchema.optional().catch(undefined),
 });
 export type LoadBalancerIPPool = z.infer<typeof LoadBalancerIPPoolSchema>;
 
-/** The planner's pool for a LoadBalancerIPPool (named after the object). */
-export function poolFromResource(resource: LoadBalancerIPPool): Pool {
-  const { spec } = resource;
+/** The planner's pool for a LoadBalancerIPPool object (its name is the object's). */
+export function poolOf(obj: LoadBalancerIPPool): Pool {
+  const { addresses, autoAssign, avoidBuggyIPs, namespaces, serviceSelector } = obj.spec;
   return {
-    name: resource.metadata.name ?? "",
-    addresses: spec.addresses,
-    autoAssign: spec.autoAssign,
-    avoidBuggyIPs: false,
-    ...(spec.namespaces ? { namespaces: spec.namespaces } : {}),
-    ...(spec.serviceSelector ? { serviceSelector: spec.serviceSelector } : {}),
+    name: obj.metadata.name,
+    addresses,
+    autoAssign,
+    avoidBuggyIPs,
+    ...(namespaces !== undefined && { namespaces }),
+    ...(serviceSelector !== undefined && { serviceSelector }),
   };
 }
 
@@ -76,6 +81,6 @@ export function orderPools(pools: readonly LoadBalancerIPPool[]): LoadBalancerIP
   return [...pools].sort(
     (a, b) =>
       (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
-      (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""),
+      a.metadata.name.localeCompare(b.metadata.name),
   );
 }

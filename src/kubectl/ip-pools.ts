@@ -9,7 +9,7 @@ import {
   type LoadBalancerIPPool,
   LoadBalancerIPPoolSchema,
   orderPools,
-  poolFromResource,
+  poolOf,
 } from "../k8s/load-balancer-ip-pool.ts";
 import type { Pool } from "../k8s/objects.ts";
 
@@ -38,7 +38,7 @@ export function poolsFromCluster(items: readonly unknown[]): PoolsFromCluster {
   }
   const ordered = orderPools(decoded);
   return {
-    pools: ordered.filter((p) => !p.spec.disabled).map(poolFromResource),
+    pools: ordered.filter((p) => !p.spec.disabled).map(poolOf),
     problems,
     disabled: ordered.filter((p) => p.spec.disabled).map((p) => p.metadata.name ?? ""),
   };
