@@ -8,9 +8,8 @@
  */
 import { hostname } from "node:os";
 import type { Command } from "commander";
-import { findKubeConfig, type KubeEnv } from "../cluster/kube-config.ts";
-import { ControllerRuntime, LEASE_NAME } from "../controller/controller-runtime.ts";
-import { DEFAULT_ELECTION_TIMING } from "../controller/leader-election.ts";
+import type { KubeEnv } from "../cluster/kube-config.ts";
+import { DEFAULT_ELECTION_TIMING, LEASE_NAME } from "../controller/leader-election.ts";
 import type { PasslbError } from "../errors.ts";
 import { realClock } from "../health/clock.ts";
 import type { CliIo } from "./load-input.ts";
@@ -102,6 +101,10 @@ export function registerControllerCommand(
       );
       return setExitCode(2);
     }
+    // @kubernetes/client-node is loaded only by the commands that talk to a cluster: it
+    // doubles the start-up time of every other command
+    const { findKubeConfig } = await import("../cluster/kube-config.ts");
+    const { ControllerRuntime } = await import("../controller/controller-runtime.ts");
     let found: ReturnType<typeof findKubeConfig>;
     try {
       found = findKubeConfig({ kubeconfig: opts.kubeconfig, inCluster: opts.inCluster }, deps.host.kubeEnv);

@@ -17,7 +17,6 @@ import { planSnapshot } from "../plan/planner.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
 import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
-import { chooseLbInput, kubeLbSource, kubeReadHandler } from "./lb-kube.ts";
 import { addNftablesOptions, type KubeLbRun, type NftLbFlags, runNftablesLb } from "./lb-nftables.ts";
 import { runUserspaceKube } from "./lb-userspace-kube.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
@@ -60,7 +59,14 @@ export function registerLbCommand(
   addNftablesOptions(command);
   addObservabilityOptions(command, "127.0.0.1:9797");
   command.action(async (opts: LbOptions) => {
-    const input = chooseLbInput(opts, env.kubeEnv ?? {});
+    // the Kubernetes modules (and @kubernetes/client-node, which doubles the start-up time)
+    // are loaded only when the LB may read a cluster
+    const manifests = opts.filename.length + (opts.manifests?.length ?? 0) > 0;
+    const kubeMod =
+      !manifests || opts.kubeconfig !== undefined || opts.inCluster === true
+        ? await import("./lb-kube.ts")
+        : undefined;
+    const input = kubeMod ? kubeMod.chooseLbInput(opts, env.kubeEnv ?? {}) : ({ kind: "manifests" } as const);
     if (typeof input === "string") {
       io.stderr(`error: ${input}\n`);
       setExitCode(2);
@@ -85,11 +91,11 @@ export function registerLbCommand(
       return;
     }
     let kube: KubeLbRun | undefined;
-    if (input.kind === "kube") {
+    if (input.kind === "kube" && kubeMod) {
       io.stderr(`passlb lb: reading the cluster at ${input.found.server} (${input.found.from})\n`);
       kube = {
-        source: kubeLbSource(input, obs),
-        prepare: kubeReadHandler(obs, (line) => io.stderr(`passlb lb: ${line}\n`)),
+        source: kubeMod.kubeLbSource(input, obs),
+        prepare: kubeMod.kubeReadHandler(obs, (line) => io.stderr(`passlb lb: ${line}\n`)),
       };
     }
     if (choice.dataplane === "nftables") {

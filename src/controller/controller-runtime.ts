@@ -17,11 +17,10 @@ import type { Clock } from "../health/clock.ts";
 import { ControllerLoop, type ControllerLoop as Loop, type LoopReport } from "./controller-loop.ts";
 import type { ControllerOptions } from "./controller-writes.ts";
 import { KubeControllerApi, KubeLeaseApi } from "./kube-controller-api.ts";
-import { DEFAULT_ELECTION_TIMING, type ElectionConfig } from "./leader-election.ts";
+import { DEFAULT_ELECTION_TIMING, type ElectionConfig, LEASE_NAME } from "./leader-election.ts";
 import { LeaseElector } from "./lease-elector.ts";
 import { SliceSync } from "./slice-sync.ts";
 
-export const LEASE_NAME = "passlb-controller";
 export const CONTROLLER_COMPONENT = "passlb-controller";
 
 export interface ControllerRuntimeOptions {

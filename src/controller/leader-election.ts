@@ -15,6 +15,9 @@
  * Deliberately not here: the API calls and timers (lease-elector.ts).
  */
 
+/** The Lease `passlb controller` replicas elect their leader with (in the controller's namespace). */
+export const LEASE_NAME = "passlb-controller";
+
 export interface LeaseSpec {
   readonly holderIdentity?: string | null | undefined;
   readonly leaseDurationSeconds?: number | null | undefined;

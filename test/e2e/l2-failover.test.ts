@@ -13,14 +13,13 @@ import { spawn, spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { vipOwners } from "../../src/announce/vip-owners.ts";
 import { natClaimRuleset } from "../../src/dataplane/render/nat-claim.ts";
-import { type Lab, labUnavailable, lbUnavailable, REPO_ROOT, sleep, startLab } from "./lab-harness.ts";
+import { type Lab, labUnavailable, REPO_ROOT, sleep, startLab } from "./lab-harness.ts";
 
 const TOPOLOGY = "test/fixtures/lab/l2/topology.yaml";
 const SERVICES = ["l2/web-local", "l2/web-cluster", "l2/web-3"] as const;
 const why =
   labUnavailable() ??
-  (spawnSync("arping", ["-V"]).error ? "arping (iputils-arping) is not installed" : undefined) ??
-  (await lbUnavailable());
+  (spawnSync("arping", ["-V"]).error ? "arping (iputils-arping) is not installed" : undefined);
 
 interface StreamEvent {
   t: number;

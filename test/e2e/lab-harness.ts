@@ -28,7 +28,6 @@ import {
   labDown,
   labRestart,
   labUp,
-  nftablesLbUnavailable,
   writeLabManifests,
 } from "../../src/lab/lab-runner.ts";
 import { parseTopology, type Topology } from "../../src/lab/topology.ts";
@@ -56,18 +55,6 @@ export function agentHasDataplane(): boolean {
 function commands() {
   const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
   return program.commands;
-}
-
-/** Why the LB-path tests cannot run in this build, if they cannot. */
-export async function lbUnavailable(): Promise<string | undefined> {
-  if (!agentHasDataplane()) return "this build's `passlb agent` has no --dataplane nftables (node DNAT)";
-  return nftablesLbUnavailable(REPO_ROOT);
-}
-
-/** Whether `passlb lb` probes node health: it then has an option about it (`--no-probe`). */
-export function lbProbesHealth(): boolean {
-  const lb = commands().find((c) => c.name() === "lb");
-  return lb?.options.some((o) => /health|probe/.test(o.long ?? "")) ?? false;
 }
 
 export interface ClientResult {

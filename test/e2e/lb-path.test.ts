@@ -8,11 +8,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { planSnapshot } from "../../src/plan/planner.ts";
-import { labUnavailable, lbProbesHealth, lbUnavailable, sleep, startLab } from "./lab-harness.ts";
+import { labUnavailable, sleep, startLab } from "./lab-harness.ts";
 import { spreadProblem } from "./stats.ts";
 
 const TOPOLOGY = "test/fixtures/lab/e2e/topology.yaml";
-const why = labUnavailable() ?? (await lbUnavailable());
+const why = labUnavailable();
 
 test("LB path: weights, Cluster, zonal affinity, affinity, ranges, UDP, IPv6, long-lived connections", {
   timeout: 150_000,
@@ -213,7 +213,6 @@ test("LB path: a node whose link goes down or whose agent dies stops getting new
   timeout: 120_000,
 }, async (t) => {
   if (why) return t.skip(why);
-  if (!lbProbesHealth()) return t.skip("passlb lb does not probe node health in this build yet");
   const lab = await startLab(t, TOPOLOGY, { prefix: "hc", lb: true });
   const vip = await lab.vip("e2e/web");
   const plan = planSnapshot(await lab.snapshot()).plans.find((p) => p.service === "e2e/web")!;
