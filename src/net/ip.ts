@@ -150,6 +150,66 @@ export function formatIp(ip: IpAddress): string {
   return formatIPv6Words(words);
 }
 
+const scanWords = new Int32Array(8);
+
+/**
+ * Whether the text is a valid IPv6 address already in RFC 5952 form, exactly as
+ * `formatIPv6Words` would print it: lower-case hex groups without leading zeros, and
+ * `::` only for the first longest run of two or more zero words. One pass over the
+ * characters, nothing allocated. False means "not known to be canonical" (upper case,
+ * an IPv4 tail, a zone, invalid text …): the caller takes the general path.
+ */
+function isCanonicalIPv6(text: string): boolean {
+  const n = text.length;
+  const words = scanWords;
+  let count = 0;
+  let gapAt = -1;
+  let i = 0;
+  if (n >= 2 && text.charCodeAt(0) === 0x3a && text.charCodeAt(1) === 0x3a) {
+    gapAt = 0;
+    i = 2;
+  }
+  while (i < n) {
+    let value = 0;
+    let digits = 0;
+    let leadingZero = false;
+    for (; i < n; i++) {
+      const c = text.charCodeAt(i);
+      let d: number;
+      if (c >= 0x30 && c <= 0x39) d = c - 0x30;
+      else if (c >= 0x61 && c <= 0x66) d = c - 0x57;
+      else break;
+      if (digits === 0 && d === 0) leadingZero = true;
+      value = value * 16 + d;
+      digits++;
+    }
+    if (digits === 0 || digits > 4 || (leadingZero && digits > 1) || count === 8) return false;
+    words[count++] = value;
+    if (i === n) break;
+    if (text.charCodeAt(i) !== 0x3a || ++i === n) return false;
+    if (text.charCodeAt(i) === 0x3a) {
+      if (gapAt >= 0) return false;
+      gapAt = count;
+      i++;
+    }
+  }
+  if (gapAt < 0) {
+    if (count !== 8) return false;
+    for (let w = 1; w < 8; w++) if (words[w] === 0 && words[w - 1] === 0) return false;
+    return true;
+  }
+  const missing = 8 - count;
+  if (missing < 2) return false;
+  // the compressed run must be exactly the gap (non-zero neighbours), and the first longest
+  if ((gapAt > 0 && words[gapAt - 1] === 0) || (gapAt < count && words[gapAt] === 0)) return false;
+  let run = 0;
+  for (let w = 0; w < count; w++) {
+    run = words[w] === 0 ? run + 1 : 0;
+    if (run >= 2 && (w < gapAt ? run >= missing : run > missing)) return false;
+  }
+  return true;
+}
+
 // canonicalIp is called for every endpoint on every plan; the same strings come back each
 // time, so answers are remembered (a pure function's cache: bounded, cleared when full).
 const canonicalCache = new Map<string, string | null>();
@@ -159,6 +219,8 @@ const CANONICAL_CACHE_LIMIT = 1 << 20;
 export function canonicalIp(text: string): string | undefined {
   // valid IPv4 text is canonical already, and checking it is cheaper than a cache lookup
   if (!text.includes(":")) return parseIPv4Number(text) === undefined ? undefined : text;
+  // so is recognising IPv6 text that is canonical already (what the API server stores)
+  if (isCanonicalIPv6(text)) return text;
   const hit = canonicalCache.get(text);
   if (hit !== undefined) return hit ?? undefined;
   let out: string | undefined;
