@@ -24,6 +24,13 @@ const NODES = arg("nodes", 5_000);
 const ENDPOINTS = arg("endpoints", 200_000);
 const ZONES = 5;
 
+/** The pod's address in fd00:2::/64, as Go prints it (RFC 5952): pods past 0xffff need a
+ * second word (a single group above 0xffff would not be an address at all). */
+function podAddress(pod: number): string {
+  const low = (pod & 0xffff).toString(16);
+  return pod > 0xffff ? `fd00:2::${(pod >>> 16).toString(16)}:${low}` : `fd00:2::${low}`;
+}
+
 function makeSnapshot(): Snapshot {
   const rand = seededRandom(42);
   const nodes: Node[] = Array.from({ length: NODES }, (_, i) => ({
@@ -68,7 +75,7 @@ function makeSnapshot(): Snapshot {
       endpoints: Array.from({ length: perService }, () => {
         pod++;
         return {
-          addresses: [`fd00:2::${pod.toString(16)}`],
+          addresses: [podAddress(pod)],
           conditions: { ready: rand() > 0.05, serving: true, terminating: false },
           nodeName: `node-${Math.floor(rand() * NODES)}`,
         };
