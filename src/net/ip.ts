@@ -107,7 +107,7 @@ function parseIPv6(text: string): bigint | undefined {
 }
 
 /** RFC 5952 text of eight words. */
-function formatIPv6Words(words: readonly number[]): string {
+function formatIPv6Words(words: ArrayLike<number>): string {
   // longest run of zero words (length ≥ 2), first one on ties
   let bestStart = -1;
   let bestLen = 0;
@@ -124,9 +124,15 @@ function formatIPv6Words(words: readonly number[]): string {
     }
     i = j;
   }
-  const hex = (ws: readonly number[]) => ws.map((w) => w.toString(16)).join(":");
-  if (bestStart < 0) return hex(words);
-  return `${hex(words.slice(0, bestStart))}::${hex(words.slice(bestStart + bestLen))}`;
+  if (bestStart < 0) return hexGroups(words, 0, 8);
+  return `${hexGroups(words, 0, bestStart)}::${hexGroups(words, bestStart + bestLen, 8)}`;
+}
+
+/** words[from..to) as hex groups joined by ":". */
+function hexGroups(words: ArrayLike<number>, from: number, to: number): string {
+  let out = "";
+  for (let i = from; i < to; i++) out += i === from ? words[i]!.toString(16) : `:${words[i]!.toString(16)}`;
+  return out;
 }
 
 /** Parses an IPv4 or IPv6 address; undefined when the text is not one. */
@@ -139,14 +145,22 @@ export function parseIp(text: string): IpAddress | undefined {
   return value === undefined ? undefined : { family: "IPv4", value };
 }
 
+const formatWords = new Int32Array(8);
+
 export function formatIp(ip: IpAddress): string {
   if (ip.family === "IPv4") {
     const v = Number(ip.value);
     return `${(v >>> 24) & 255}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
   }
-  const hex = ip.value.toString(16).padStart(32, "0");
-  const words: number[] = [];
-  for (let i = 0; i < 32; i += 4) words.push(Number.parseInt(hex.slice(i, i + 4), 16));
+  // the eight words from the hex digits (right-aligned: missing leading digits are zeros)
+  const hex = ip.value.toString(16);
+  const words = formatWords;
+  words.fill(0);
+  for (let i = hex.length - 1, digit = 0; i >= 0 && digit < 32; i--, digit++) {
+    const c = hex.charCodeAt(i);
+    const d = c <= 0x39 ? c - 0x30 : c - 0x57;
+    words[7 - (digit >> 2)]! |= d << ((digit & 3) * 4);
+  }
   return formatIPv6Words(words);
 }
 
