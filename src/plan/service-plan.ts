@@ -146,7 +146,7 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     const drainingCounts: NodeEndpointCounts[] = [];
     for (const [name, counts] of perNode) {
       const i = nodes.index.get(name);
-      if (i === undefined || !nodes.facts[i]!.eligible || !hasFamily(i)) continue;
+      if (i === undefined || (nodes.usableMask[i]! & wantedMask) === 0) continue; // ineligible or no family
       if (counts.nonTerminating > 0) {
         live.push(i);
         liveCounts.push(counts);
