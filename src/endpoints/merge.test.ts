@@ -279,6 +279,10 @@ test("property: endpointCountsByNode agrees with the plain merge over ports, por
       assert.deepEqual([...got.perNode.entries()], want.perNode);
       assert.equal(got.anyReady, want.anyReady);
       assert.equal(got.anyServingTerminating, want.anyServingTerminating);
+      const flagsOnly = endpointCountsByNode(slices, false);
+      assert.equal(flagsOnly.perNode.size, 0);
+      assert.equal(flagsOnly.anyReady, want.anyReady);
+      assert.equal(flagsOnly.anyServingTerminating, want.anyServingTerminating);
     }),
     { numRuns: 500 },
   );

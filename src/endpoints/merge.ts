@@ -224,7 +224,11 @@ export interface NodeEndpointCounts {
 
 /** The planner's view of a Service's endpoints: per node the counts above, over all ports,
  * after the same merge as `mergeServiceEndpoints`, without building an object per endpoint. */
-export function endpointCountsByNode(slices: readonly EndpointSlice[]): {
+export function endpointCountsByNode(
+  slices: readonly EndpointSlice[],
+  /** false: only the any-ready flags and findings (perNode comes back empty) */
+  perNodeWanted = true,
+): {
   perNode: Map<string, NodeEndpointCounts>;
   anyReady: boolean;
   anyServingTerminating: boolean;
@@ -260,7 +264,7 @@ export function endpointCountsByNode(slices: readonly EndpointSlice[]): {
       if (ready) anyReady = true;
       if (draining) anyServingTerminating = true;
       const node = p.endpoints[i]!.nodeName;
-      if (!node) continue;
+      if (!node || !perNodeWanted) continue;
       if (!byAddress) {
         count(node, ready && !terminating, !terminating, draining);
         continue;

@@ -78,7 +78,11 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
       targetPort: p.targetPort ?? p.port,
     }));
 
-  const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNode(input.slices);
+  // per-node counts decide Local membership; Cluster needs only whether any endpoint is ready
+  const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNode(
+    input.slices,
+    etp === "Local",
+  );
   for (const f of findings) issue(f.code, "warning", f.message);
 
   const weightedAsked = svc.metadata.annotations?.[WEIGHTED_ANNOTATION] === "pods-per-node";
