@@ -78,6 +78,8 @@ export interface LbControllerOptions {
   /** monotonic milliseconds, for event timings only */
   readonly now: () => number;
   readonly sizeFor?: (backends: number) => number;
+  /** where VIPs come from (planner.ts PlanOptions): `status` on an LB host in Kubernetes mode */
+  readonly vipSource?: "ipam" | "status";
   readonly debounceMs?: number;
   readonly driftCheckMs?: number;
   readonly elementCheckEvery?: number;
@@ -266,12 +268,13 @@ export class LbController {
   }
 
   #desired(snapshot: Snapshot): NftState {
-    let { plans } = planSnapshot(snapshot, { previous: this.#plans }, this.#cache);
+    const vipSource = this.#o.vipSource ?? "ipam";
+    let { plans } = planSnapshot(snapshot, { previous: this.#plans, vipSource }, this.#cache);
     if (this.#plans.size === 0 && plans.length > 0) {
       // first pass: plan once more with these plans as the previous ones, so the planner's
       // memo (keyed on the previous plan) settles now rather than on the next change
       this.#plans = new Map(plans.map((p) => [p.service, p]));
-      plans = planSnapshot(snapshot, { previous: this.#plans }, this.#cache).plans;
+      plans = planSnapshot(snapshot, { previous: this.#plans, vipSource }, this.#cache).plans;
     }
     const health = this.#o.health?.lookup ?? ALL_UNKNOWN;
     // equal Maglev inputs share one table object (Services on the same nodes), across passes

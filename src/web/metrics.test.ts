@@ -48,6 +48,8 @@ test("facade calls show up in the exposition", async () => {
   metrics.connectionTotals("default/web", "node-b", 7);
   metrics.bytes("default/web", "node-a", "to_client", 1500);
   metrics.ipPool("default", "IPv4", 14, 3);
+  metrics.kubeWatchRestart("services", "expired");
+  metrics.kubeWatchRestart("services", "expired");
   const text = await metrics.text();
   assert.match(text, /passlb_health_probes_total\{node="node-a",result="failure"\} 1/);
   assert.match(text, /passlb_health_probe_duration_seconds_count\{result="success"\} 1/);
@@ -56,6 +58,7 @@ test("facade calls show up in the exposition", async () => {
   assert.match(text, /passlb_connections_total\{service="default\/web",node="node-b"\} 7/);
   assert.match(text, /passlb_bytes_total\{service="default\/web",node="node-a",direction="to_client"\} 1500/);
   assert.match(text, /passlb_ip_pool_addresses_used\{pool="default",family="IPv4"\} 3/);
+  assert.match(text, /passlb_kube_watch_restarts_total\{resource="services",reason="expired"\} 2/);
 });
 
 test("observeForwarding: backends by state, weights, and Maglev rebuilds with slots moved", async () => {
