@@ -56,7 +56,8 @@ interface ServiceState {
   readonly issues: PlanIssue[];
   readonly wanted: ReturnType<typeof wantedFamilies>;
   /** why auto-assignment found nothing for a family */
-  readonly failures: Map<IpFamily, { code: PlanIssueCode; message: string }>;
+  /** made on the first failure: most Services have none */
+  failures: Map<IpFamily, { code: PlanIssueCode; message: string }> | undefined;
 }
 
 // hex, not decimal: a 128-bit bigint prints in linear time in a power-of-two radix
@@ -93,7 +94,7 @@ export function assignVips(
       vips: new Map(),
       issues: [],
       wanted: wantedFamilies(svc),
-      failures: new Map(),
+      failures: undefined,
     });
 
   const sharingKeyOf = (svc: Service) => svc.metadata.annotations?.[SHARED_IP_ANNOTATION] || undefined;
@@ -198,7 +199,9 @@ export function assignVips(
         issue(svc, "requested_address_invalid", "error", `more than one ${ip.family} address requested`);
       else byFamily.set(ip.family, ip);
     }
-    requests.set(name, byFamily);
+    // only Services that ask for something have an entry (most ask for nothing)
+    if (byFamily.size > 0) requests.set(name, byFamily);
+    else requests.delete(name);
   }
 
   const poolChoice = new Map(ordered.map((svc) => [nameOf(svc), usablePools(svc)]));
@@ -291,7 +294,7 @@ export function assignVips(
       if (st.vips.has(family) || requests.get(name)?.has(family)) continue;
       const inFamily = candidates.filter((p) => p.ranges.some((r) => r.family === family));
       if (inFamily.length === 0) {
-        st.failures.set(family, {
+        (st.failures ??= new Map()).set(family, {
           code: "no_pool_for_service",
           message: `no ${explicit ? "" : "auto-assign "}pool with ${family} addresses admits this Service`,
         });
@@ -305,7 +308,7 @@ export function assignVips(
       const fresh = firstFree(svc, family, inFamily);
       if (fresh) take(svc, fresh.ip, fresh.pool, "allocated");
       else
-        st.failures.set(family, {
+        (st.failures ??= new Map()).set(family, {
           code: "pool_exhausted",
           message: `every ${family} address in ${inFamily.map((p) => `"${p.name}"`).join(", ")} is in use`,
         });
@@ -359,7 +362,7 @@ export function assignVips(
     const subject = `Service ${name}`;
     const missing = st.wanted.families.filter((f) => !st.vips.has(f));
     const failed = missing.flatMap((f) => {
-      const why = st.failures.get(f);
+      const why = st.failures?.get(f);
       return why ? [{ family: f, ...why }] : [];
     });
     if (vips.length === 0)

@@ -36,6 +36,8 @@ import { nameHash, type SubsetCandidate, stableSubset, stableSubsetOfZones } fro
 
 export const WEIGHTED_ANNOTATION = "networking.gke.io/weighted-load-balancing";
 
+const NO_PREVIOUS: ReadonlySet<number> = new Set();
+
 export interface ServicePlanInput {
   readonly service: Service;
   readonly slices: readonly EndpointSlice[];
@@ -106,10 +108,14 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   const wantedMask = (families.includes("IPv4") ? 1 : 0) | (families.includes("IPv6") ? 2 : 0);
   const hasFamily = (i: number) => (nodes.familyMask[i]! & wantedMask) !== 0;
   const serviceHash = () => nameHash(`${svc.metadata.name}/${svc.metadata.namespace}`);
-  const previous = new Set<number>();
-  for (const name of input.previousMembers ?? []) {
-    const i = nodes.index.get(name);
-    if (i !== undefined) previous.add(i);
+  let previous = NO_PREVIOUS;
+  if (input.previousMembers) {
+    const found = new Set<number>();
+    for (const name of input.previousMembers) {
+      const i = nodes.index.get(name);
+      if (i !== undefined) found.add(i);
+    }
+    previous = found;
   }
   let members: Backend[];
   /** Local: members and nodes with endpoints that were still left out, by node index */
