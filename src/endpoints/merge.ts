@@ -91,7 +91,11 @@ const NO_HINTS: readonly string[] = [];
 
 /** The merge proper: per service port, the endpoint that wins for each IP:port. */
 function dedupe(slices: readonly EndpointSlice[]): { ports: DedupedPort[]; findings: MergeFinding[] } {
-  const byPort = new Map<string, DedupedPort>();
+  // the first port group, and a map of all groups once there is a second (most Services
+  // have one port: no map, no key string)
+  let first: DedupedPort | undefined;
+  let byPort: Map<string, DedupedPort> | undefined;
+  const groupKey = (name: string, protocol: string) => `${name}\u0000${protocol}`;
   const findings: MergeFinding[] = [];
   const ordered =
     slices.length < 2
@@ -117,8 +121,10 @@ function dedupe(slices: readonly EndpointSlice[]): { ports: DedupedPort[]; findi
         continue;
       }
       const protocol = port.protocol ?? "TCP";
-      const portKey = `${port.name}\u0000${protocol}`;
-      let entry = byPort.get(portKey);
+      let entry =
+        first && first.name === port.name && first.protocol === protocol
+          ? first
+          : byPort?.get(groupKey(port.name, protocol));
       if (!entry) {
         entry = {
           name: port.name,
@@ -131,7 +137,11 @@ function dedupe(slices: readonly EndpointSlice[]): { ports: DedupedPort[]; findi
           byAddress: new Map(),
           otherPorts: undefined,
         };
-        byPort.set(portKey, entry);
+        if (!first) first = entry;
+        else {
+          byPort ??= new Map([[groupKey(first.name, first.protocol), first]]);
+          byPort.set(groupKey(port.name, protocol), entry);
+        }
       }
       const number = port.port;
       const main = number === entry.mainPort;
@@ -166,7 +176,7 @@ function dedupe(slices: readonly EndpointSlice[]): { ports: DedupedPort[]; findi
       }
     }
   }
-  const ports = [...byPort.values()].sort(
+  const ports = (byPort ? [...byPort.values()] : first ? [first] : []).sort(
     (a, b) => compare(a.name, b.name) || compare(a.protocol, b.protocol),
   );
   return { ports, findings };
