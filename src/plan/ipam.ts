@@ -61,6 +61,12 @@ interface ServiceState {
 }
 
 // hex, not decimal: a 128-bit bigint prints in linear time in a power-of-two radix
+/** Records why auto-assignment found nothing for a family (the map is made on first use). */
+function fail(st: ServiceState, family: IpFamily, why: { code: PlanIssueCode; message: string }): void {
+  st.failures ??= new Map();
+  st.failures.set(family, why);
+}
+
 const ipKey = (ip: IpAddress) => `${ip.family}|${ip.value.toString(16)}`;
 
 export function assignVips(
@@ -294,7 +300,7 @@ export function assignVips(
       if (st.vips.has(family) || requests.get(name)?.has(family)) continue;
       const inFamily = candidates.filter((p) => p.ranges.some((r) => r.family === family));
       if (inFamily.length === 0) {
-        (st.failures ??= new Map()).set(family, {
+        fail(st, family, {
           code: "no_pool_for_service",
           message: `no ${explicit ? "" : "auto-assign "}pool with ${family} addresses admits this Service`,
         });
@@ -308,7 +314,7 @@ export function assignVips(
       const fresh = firstFree(svc, family, inFamily);
       if (fresh) take(svc, fresh.ip, fresh.pool, "allocated");
       else
-        (st.failures ??= new Map()).set(family, {
+        fail(st, family, {
           code: "pool_exhausted",
           message: `every ${family} address in ${inFamily.map((p) => `"${p.name}"`).join(", ")} is in use`,
         });
