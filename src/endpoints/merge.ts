@@ -67,25 +67,35 @@ export function slicesByService(slices: readonly EndpointSlice[]): Map<string, E
   return out;
 }
 
-interface Winner {
-  readonly address: string;
-  readonly port: number;
-  readonly key: string;
-  readonly endpoint: Endpoint;
-  readonly slice: EndpointSlice;
-}
-
+/**
+ * The endpoints of one service port (name, protocol) after the merge, as parallel arrays
+ * in first-seen order (a replaced duplicate keeps its place, as a Map entry would). No
+ * object per endpoint: at 200,000 endpoints per plan the allocations are what cost.
+ */
 interface DedupedPort {
   readonly name: string;
   readonly protocol: Protocol;
-  readonly byKey: Map<string, Winner>;
+  /** canonical address (or the text as given when it does not parse) */
+  readonly addresses: string[];
+  readonly ports: number[];
+  readonly endpoints: Endpoint[];
+  readonly slices: EndpointSlice[];
+  /** the first port number seen: entries with it are keyed by address alone … */
+  readonly mainPort: number;
+  readonly byAddress: Map<string, number>;
+  /** … and entries with any other number (rare) by `ip:port` */
+  otherPorts: Map<string, number> | undefined;
 }
 
 const NO_HINTS: readonly string[] = [];
 
 /** The merge proper: per service port, the endpoint that wins for each IP:port. */
 function dedupe(slices: readonly EndpointSlice[]): { ports: DedupedPort[]; findings: MergeFinding[] } {
-  const byPort = new Map<string, DedupedPort>();
+  // the first port group, and a map of all groups once there is a second (most Services
+  // have one port: no map, no key string)
+  let first: DedupedPort | undefined;
+  let byPort: Map<string, DedupedPort> | undefined;
+  const groupKey = (name: string, protocol: string) => `${name}\u0000${protocol}`;
   const findings: MergeFinding[] = [];
   const ordered =
     slices.length < 2
@@ -111,24 +121,62 @@ function dedupe(slices: readonly EndpointSlice[]): { ports: DedupedPort[]; findi
         continue;
       }
       const protocol = port.protocol ?? "TCP";
-      const portKey = `${port.name}\u0000${protocol}`;
-      let entry = byPort.get(portKey);
+      let entry =
+        first && first.name === port.name && first.protocol === protocol
+          ? first
+          : byPort?.get(groupKey(port.name, protocol));
       if (!entry) {
-        entry = { name: port.name, protocol, byKey: new Map() };
-        byPort.set(portKey, entry);
+        entry = {
+          name: port.name,
+          protocol,
+          addresses: [],
+          ports: [],
+          endpoints: [],
+          slices: [],
+          mainPort: port.port,
+          byAddress: new Map(),
+          otherPorts: undefined,
+        };
+        if (!first) first = entry;
+        else {
+          byPort ??= new Map([[groupKey(first.name, first.protocol), first]]);
+          byPort.set(groupKey(port.name, protocol), entry);
+        }
       }
+      const number = port.port;
+      const main = number === entry.mainPort;
       for (const endpoint of slice.endpoints ?? []) {
         const first = endpoint.addresses[0];
         if (first === undefined) continue;
         const address = canonicalIp(first) ?? first;
-        const key = joinHostPort(address, port.port);
+        // the IP:port key: the address alone for the group's first port number
+        let index: Map<string, number>;
+        let key: string;
+        if (main) {
+          index = entry.byAddress;
+          key = address;
+        } else {
+          entry.otherPorts ??= new Map();
+          index = entry.otherPorts;
+          key = joinHostPort(address, number);
+        }
+        const at = index.get(key);
+        if (at === undefined) {
+          index.set(key, entry.addresses.length);
+          entry.addresses.push(address);
+          entry.ports.push(number);
+          entry.endpoints.push(endpoint);
+          entry.slices.push(slice);
+          continue;
+        }
         // A later duplicate replaces the earlier one unless it is terminating (kubernetes PR #135593).
-        if ((endpoint.conditions.terminating ?? false) && entry.byKey.has(key)) continue;
-        entry.byKey.set(key, { address, port: port.port, key, endpoint, slice });
+        if (endpoint.conditions.terminating ?? false) continue;
+        entry.endpoints[at] = endpoint;
+        entry.slices[at] = slice;
       }
     }
   }
-  const ports = [...byPort.values()].sort(
+  const ports = (byPort ? [...byPort.values()] : first ? [first] : []).sort(
     (a, b) => compare(a.name, b.name) || compare(a.protocol, b.protocol),
   );
   return { ports, findings };
@@ -147,21 +195,23 @@ export function mergeServiceEndpoints(slices: readonly EndpointSlice[]): {
     ports: ports.map((p) => ({
       name: p.name,
       protocol: p.protocol,
-      endpoints: [...p.byKey.values()].sort((a, b) => compare(a.key, b.key)).map(proxyEndpoint),
+      endpoints: p.endpoints.map((_, i) => proxyEndpoint(p, i)).sort((a, b) => compare(a.key, b.key)),
     })),
   };
 }
 
-function proxyEndpoint(w: Winner): ProxyEndpoint {
-  const ep = w.endpoint;
+function proxyEndpoint(p: DedupedPort, i: number): ProxyEndpoint {
+  const ep = p.endpoints[i]!;
+  const address = p.addresses[i]!;
+  const port = p.ports[i]!;
   const ref = ep.targetRef;
   const forZones = ep.hints?.forZones;
   const forNodes = ep.hints?.forNodes;
   return {
-    address: w.address,
-    family: w.address.includes(":") ? "IPv6" : "IPv4",
-    port: w.port,
-    key: w.key,
+    address,
+    family: address.includes(":") ? "IPv6" : "IPv4",
+    port,
+    key: joinHostPort(address, port),
     ready: ep.conditions.ready ?? true,
     serving: ep.conditions.serving ?? true, // kube-proxy: nil → true, not "defer to ready"
     terminating: ep.conditions.terminating ?? false,
@@ -169,7 +219,7 @@ function proxyEndpoint(w: Winner): ProxyEndpoint {
     zone: ep.zone ?? undefined,
     zoneHints: forZones ? forZones.map((z) => z.name) : NO_HINTS,
     nodeHints: forNodes ? forNodes.map((n) => n.name) : NO_HINTS,
-    target: ref?.name ? `${ref.namespace ?? w.slice.metadata.namespace}/${ref.name}` : undefined,
+    target: ref?.name ? `${ref.namespace ?? p.slices[i]!.metadata.namespace}/${ref.name}` : undefined,
   };
 }
 
@@ -184,46 +234,63 @@ export interface NodeEndpointCounts {
 
 /** The planner's view of a Service's endpoints: per node the counts above, over all ports,
  * after the same merge as `mergeServiceEndpoints`, without building an object per endpoint. */
-export function endpointCountsByNode(slices: readonly EndpointSlice[]): {
+export function endpointCountsByNode(
+  slices: readonly EndpointSlice[],
+  /** false: only the any-ready flags and findings (perNode comes back empty) */
+  perNodeWanted = true,
+): {
   perNode: Map<string, NodeEndpointCounts>;
   anyReady: boolean;
   anyServingTerminating: boolean;
   findings: MergeFinding[];
 } {
   const { ports, findings } = dedupe(slices);
-  // One entry per address (an IP counts once however many ports it serves), its flags
-  // OR-ed over the ports, then counted per node.
-  const byAddress = new Map<string, { node: string; ready: boolean; live: boolean; draining: boolean }>();
+  const counts = new Map<string, { ready: number; nonTerminating: number; servingTerminating: number }>();
   let anyReady = false;
   let anyServingTerminating = false;
+  const count = (node: string, ready: boolean, live: boolean, draining: boolean) => {
+    let c = counts.get(node);
+    if (!c) {
+      c = { ready: 0, nonTerminating: 0, servingTerminating: 0 };
+      counts.set(node, c);
+    }
+    if (ready) c.ready++;
+    if (live) c.nonTerminating++;
+    if (draining) c.servingTerminating++;
+  };
+  // An IP counts once however many ports it serves: with one port and one port number
+  // (the usual case) the merge's entries are distinct IPs already; otherwise one entry per
+  // IP, the node first seen for it, its flags OR-ed over the ports where it is on that node.
+  const single = ports.length === 1 && ports[0]!.otherPorts === undefined;
+  const byAddress = single ? undefined : new Map<string, number>();
+  const nodes: string[] = [];
+  const flags: number[] = []; // bit 1 ready (and not terminating), 2 not terminating, 4 serving and terminating
   for (const p of ports)
-    for (const w of p.byKey.values()) {
-      const c = w.endpoint.conditions;
+    for (let i = 0; i < p.endpoints.length; i++) {
+      const c = p.endpoints[i]!.conditions;
       const ready = c.ready ?? true;
       const terminating = c.terminating ?? false;
       const draining = (c.serving ?? true) && terminating;
       if (ready) anyReady = true;
       if (draining) anyServingTerminating = true;
-      const node = w.endpoint.nodeName;
-      if (!node) continue;
-      const e = byAddress.get(w.address);
-      if (e && e.node === node) {
-        e.ready ||= ready && !terminating;
-        e.live ||= !terminating;
-        e.draining ||= draining;
-      } else if (!e)
-        byAddress.set(w.address, { node, ready: ready && !terminating, live: !terminating, draining });
+      const node = p.endpoints[i]!.nodeName;
+      if (!node || !perNodeWanted) continue;
+      if (!byAddress) {
+        count(node, ready && !terminating, !terminating, draining);
+        continue;
+      }
+      const bits = (ready && !terminating ? 1 : 0) | (terminating ? 0 : 2) | (draining ? 4 : 0);
+      const address = p.addresses[i]!;
+      const at = byAddress.get(address);
+      if (at === undefined) {
+        byAddress.set(address, nodes.length);
+        nodes.push(node);
+        flags.push(bits);
+      } else if (nodes[at] === node) flags[at]! |= bits;
     }
-  const counts = new Map<string, { ready: number; nonTerminating: number; servingTerminating: number }>();
-  for (const e of byAddress.values()) {
-    let c = counts.get(e.node);
-    if (!c) {
-      c = { ready: 0, nonTerminating: 0, servingTerminating: 0 };
-      counts.set(e.node, c);
-    }
-    if (e.ready) c.ready++;
-    if (e.live) c.nonTerminating++;
-    if (e.draining) c.servingTerminating++;
+  for (let i = 0; i < nodes.length; i++) {
+    const f = flags[i]!;
+    count(nodes[i]!, (f & 1) !== 0, (f & 2) !== 0, (f & 4) !== 0);
   }
   // in the order endpoints were met (slices by name, endpoints as listed): deterministic
   const perNode: Map<string, NodeEndpointCounts> = counts;

@@ -64,3 +64,56 @@ test("joinHostPort brackets IPv6 like Go's net.JoinHostPort", () => {
   assert.equal(joinHostPort("192.0.2.1", 80), "192.0.2.1:80");
   assert.equal(joinHostPort("fd00::1", 80), "[fd00::1]:80");
 });
+
+test("property: canonicalIp's fast path for canonical IPv6 text agrees with parse-and-print", () => {
+  const oracle = (t: string) => {
+    const ip = parseIp(t);
+    return ip ? formatIp(ip) : undefined;
+  };
+  // eight words (zeros common), each printed with optional leading zeros or in upper
+  // case, any run of zero words (even one) possibly compressed: canonical and not
+  const written = fc
+    .record({
+      words: fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff })), {
+        minLength: 8,
+        maxLength: 8,
+      }),
+      pad: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 8, maxLength: 8 }),
+      upper: fc.boolean(),
+      gapStart: fc.integer({ min: 0, max: 8 }),
+      gapLength: fc.integer({ min: 0, max: 8 }),
+    })
+    .map(({ words, pad, upper, gapStart, gapLength }) => {
+      const groups = words.map((w, i) => {
+        const hex = w.toString(16);
+        return (pad[i] === 1 ? hex.padStart(4, "0") : pad[i] === 2 ? `0${hex}` : hex).slice(-5);
+      });
+      let end = gapStart;
+      while (end < 8 && end - gapStart < gapLength && words[end] === 0) end++;
+      const text =
+        end > gapStart
+          ? `${groups.slice(0, gapStart).join(":")}::${groups.slice(end).join(":")}`
+          : groups.join(":");
+      return upper ? text.toUpperCase() : text;
+    });
+  const tokens = fc
+    .array(fc.constantFrom("0", "1", "a", "F", "00", "fffff", ":", "::", ".", "1.2.3.4"), { maxLength: 14 })
+    .map((t) => t.join(""));
+  fc.assert(
+    fc.property(fc.oneof(written, tokens), (text) => {
+      assert.equal(canonicalIp(text), oracle(text), text);
+    }),
+    { numRuns: 3000 },
+  );
+  for (const t of [
+    "::",
+    "::1",
+    "1::",
+    "fd00:2::30d40",
+    "0::1",
+    "1:0:0:2:0:0:0:3",
+    "1:0:0:2::3",
+    "1::2:0:0:3",
+  ])
+    assert.equal(canonicalIp(t), oracle(t), t);
+});

@@ -107,7 +107,7 @@ function parseIPv6(text: string): bigint | undefined {
 }
 
 /** RFC 5952 text of eight words. */
-function formatIPv6Words(words: readonly number[]): string {
+function formatIPv6Words(words: ArrayLike<number>): string {
   // longest run of zero words (length ≥ 2), first one on ties
   let bestStart = -1;
   let bestLen = 0;
@@ -124,9 +124,15 @@ function formatIPv6Words(words: readonly number[]): string {
     }
     i = j;
   }
-  const hex = (ws: readonly number[]) => ws.map((w) => w.toString(16)).join(":");
-  if (bestStart < 0) return hex(words);
-  return `${hex(words.slice(0, bestStart))}::${hex(words.slice(bestStart + bestLen))}`;
+  if (bestStart < 0) return hexGroups(words, 0, 8);
+  return `${hexGroups(words, 0, bestStart)}::${hexGroups(words, bestStart + bestLen, 8)}`;
+}
+
+/** words[from..to) as hex groups joined by ":". */
+function hexGroups(words: ArrayLike<number>, from: number, to: number): string {
+  let out = "";
+  for (let i = from; i < to; i++) out += i === from ? words[i]!.toString(16) : `:${words[i]!.toString(16)}`;
+  return out;
 }
 
 /** Parses an IPv4 or IPv6 address; undefined when the text is not one. */
@@ -139,15 +145,83 @@ export function parseIp(text: string): IpAddress | undefined {
   return value === undefined ? undefined : { family: "IPv4", value };
 }
 
+const formatWords = new Int32Array(8);
+
 export function formatIp(ip: IpAddress): string {
   if (ip.family === "IPv4") {
     const v = Number(ip.value);
     return `${(v >>> 24) & 255}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
   }
-  const hex = ip.value.toString(16).padStart(32, "0");
-  const words: number[] = [];
-  for (let i = 0; i < 32; i += 4) words.push(Number.parseInt(hex.slice(i, i + 4), 16));
+  // the eight words from the hex digits (right-aligned: missing leading digits are zeros)
+  const hex = ip.value.toString(16);
+  const words = formatWords;
+  words.fill(0);
+  for (let i = hex.length - 1, digit = 0; i >= 0 && digit < 32; i--, digit++) {
+    const c = hex.charCodeAt(i);
+    const d = c <= 0x39 ? c - 0x30 : c - 0x57;
+    words[7 - (digit >> 2)]! |= d << ((digit & 3) * 4);
+  }
   return formatIPv6Words(words);
+}
+
+const scanWords = new Int32Array(8);
+
+/**
+ * Whether the text is a valid IPv6 address already in RFC 5952 form, exactly as
+ * `formatIPv6Words` would print it: lower-case hex groups without leading zeros, and
+ * `::` only for the first longest run of two or more zero words. One pass over the
+ * characters, nothing allocated. False means "not known to be canonical" (upper case,
+ * an IPv4 tail, a zone, invalid text …): the caller takes the general path.
+ */
+function isCanonicalIPv6(text: string): boolean {
+  const n = text.length;
+  const words = scanWords;
+  let count = 0;
+  let gapAt = -1;
+  let i = 0;
+  if (n >= 2 && text.charCodeAt(0) === 0x3a && text.charCodeAt(1) === 0x3a) {
+    gapAt = 0;
+    i = 2;
+  }
+  while (i < n) {
+    let value = 0;
+    let digits = 0;
+    let leadingZero = false;
+    for (; i < n; i++) {
+      const c = text.charCodeAt(i);
+      let d: number;
+      if (c >= 0x30 && c <= 0x39) d = c - 0x30;
+      else if (c >= 0x61 && c <= 0x66) d = c - 0x57;
+      else break;
+      if (digits === 0 && d === 0) leadingZero = true;
+      value = value * 16 + d;
+      digits++;
+    }
+    if (digits === 0 || digits > 4 || (leadingZero && digits > 1) || count === 8) return false;
+    words[count++] = value;
+    if (i === n) break;
+    if (text.charCodeAt(i) !== 0x3a || ++i === n) return false;
+    if (text.charCodeAt(i) === 0x3a) {
+      if (gapAt >= 0) return false;
+      gapAt = count;
+      i++;
+    }
+  }
+  if (gapAt < 0) {
+    if (count !== 8) return false;
+    for (let w = 1; w < 8; w++) if (words[w] === 0 && words[w - 1] === 0) return false;
+    return true;
+  }
+  const missing = 8 - count;
+  if (missing < 2) return false;
+  // the compressed run must be exactly the gap (non-zero neighbours), and the first longest
+  if ((gapAt > 0 && words[gapAt - 1] === 0) || (gapAt < count && words[gapAt] === 0)) return false;
+  let run = 0;
+  for (let w = 0; w < count; w++) {
+    run = words[w] === 0 ? run + 1 : 0;
+    if (run >= 2 && (w < gapAt ? run >= missing : run > missing)) return false;
+  }
+  return true;
 }
 
 // canonicalIp is called for every endpoint on every plan; the same strings come back each
@@ -159,6 +233,8 @@ const CANONICAL_CACHE_LIMIT = 1 << 20;
 export function canonicalIp(text: string): string | undefined {
   // valid IPv4 text is canonical already, and checking it is cheaper than a cache lookup
   if (!text.includes(":")) return parseIPv4Number(text) === undefined ? undefined : text;
+  // so is recognising IPv6 text that is canonical already (what the API server stores)
+  if (isCanonicalIPv6(text)) return text;
   const hit = canonicalCache.get(text);
   if (hit !== undefined) return hit ?? undefined;
   let out: string | undefined;

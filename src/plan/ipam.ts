@@ -68,33 +68,53 @@ interface ServiceState {
   readonly issues: PlanIssue[];
   readonly wanted: ReturnType<typeof wantedFamilies>;
   /** why auto-assignment found nothing for a family */
-  readonly failures: Map<IpFamily, { code: PlanIssueCode; message: string }>;
+  /** made on the first failure: most Services have none */
+  failures: Map<IpFamily, { code: PlanIssueCode; message: string }> | undefined;
 }
 
-const ipKey = (ip: IpAddress) => `${ip.family}|${ip.value}`;
+// hex, not decimal: a 128-bit bigint prints in linear time in a power-of-two radix
+/** Records why auto-assignment found nothing for a family (the map is made on first use). */
+function fail(st: ServiceState, family: IpFamily, why: { code: PlanIssueCode; message: string }): void {
+  st.failures ??= new Map();
+  st.failures.set(family, why);
+}
+
+const ipKey = (ip: IpAddress) => `${ip.family}|${ip.value.toString(16)}`;
 
 export function assignVips(
   services: readonly Service[],
   pools: readonly AddressPool[],
 ): Map<string, VipAssignment> {
+  // each Service's `namespace/name` and ports, worked out once rather than on every use
+  const names = new Map<Service, string>();
+  for (const svc of services) names.set(svc, objectKey(svc.metadata));
+  const nameOf = (svc: Service) => names.get(svc) ?? objectKey(svc.metadata);
+  const ports = new Map<Service, ReadonlySet<string>>();
+  const portsOf = (svc: Service): ReadonlySet<string> => {
+    let set = ports.get(svc);
+    if (!set) {
+      set = new Set(svc.spec.ports.map((p) => `${p.protocol}/${p.port}`));
+      ports.set(svc, set);
+    }
+    return set;
+  };
   const ordered = [...services].sort(
     (a, b) =>
       (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
-      objectKey(a.metadata).localeCompare(objectKey(b.metadata)),
+      nameOf(a).localeCompare(nameOf(b)),
   );
   const used = new Map<string, Usage>();
   const bySharingKey = new Map<string, IpAddress[]>();
   const cursors = new Map<string, { range: number; offset: bigint }>();
   const state = new Map<string, ServiceState>();
   for (const svc of ordered)
-    state.set(objectKey(svc.metadata), {
+    state.set(nameOf(svc), {
       vips: new Map(),
       issues: [],
       wanted: wantedFamilies(svc),
-      failures: new Map(),
+      failures: undefined,
     });
 
-  const portsOf = (svc: Service) => new Set(svc.spec.ports.map((p) => `${p.protocol}/${p.port}`));
   const sharingKeyOf = (svc: Service) => svc.metadata.annotations?.[SHARED_IP_ANNOTATION] || undefined;
 
   /** why the Service may not take the address, or undefined when it may */
@@ -116,13 +136,13 @@ export function assignVips(
   const take = (svc: Service, ip: IpAddress, pool: AddressPool, source: Vip["source"]) => {
     const k = ipKey(ip);
     const u = used.get(k);
-    const name = objectKey(svc.metadata);
+    const name = nameOf(svc);
     if (u) {
       u.services.push(name);
       for (const p of portsOf(svc)) u.ports.add(p);
     } else {
       const sharingKey = sharingKeyOf(svc);
-      used.set(k, { sharingKey, services: [name], ports: portsOf(svc), pool: pool.name });
+      used.set(k, { sharingKey, services: [name], ports: new Set(portsOf(svc)), pool: pool.name });
       if (sharingKey !== undefined) {
         const list = bySharingKey.get(sharingKey);
         if (list) list.push(ip);
@@ -138,9 +158,7 @@ export function assignVips(
     });
   };
   const issue = (svc: Service, code: PlanIssueCode, severity: PlanIssue["severity"], message: string) =>
-    state
-      .get(objectKey(svc.metadata))
-      ?.issues.push({ code, severity, subject: `Service ${objectKey(svc.metadata)}`, message });
+    state.get(nameOf(svc))?.issues.push({ code, severity, subject: `Service ${nameOf(svc)}`, message });
 
   const usablePools = (svc: Service): { pools: AddressPool[]; explicit: boolean } => {
     const wanted = svc.metadata.annotations?.[POOL_ANNOTATION];
@@ -172,7 +190,7 @@ export function assignVips(
   // Requests: the annotation (any families) beats the deprecated spec.loadBalancerIP.
   const requests = new Map<string, Map<IpFamily, IpAddress>>();
   for (const svc of ordered) {
-    const name = objectKey(svc.metadata);
+    const name = nameOf(svc);
     const annotated = svc.metadata.annotations?.[REQUESTED_IPS_ANNOTATION];
     const texts = requestedAddressTexts(svc);
     if (annotated !== undefined && svc.spec.loadBalancerIP)
@@ -191,14 +209,16 @@ export function assignVips(
         issue(svc, "requested_address_invalid", "error", `more than one ${ip.family} address requested`);
       else byFamily.set(ip.family, ip);
     }
-    requests.set(name, byFamily);
+    // only Services that ask for something have an entry (most ask for nothing)
+    if (byFamily.size > 0) requests.set(name, byFamily);
+    else requests.delete(name);
   }
 
-  const poolChoice = new Map(ordered.map((svc) => [objectKey(svc.metadata), usablePools(svc)]));
+  const poolChoice = new Map(ordered.map((svc) => [nameOf(svc), usablePools(svc)]));
 
   // 1. Keep what status already says.
   for (const svc of ordered) {
-    const name = objectKey(svc.metadata);
+    const name = nameOf(svc);
     const st = state.get(name)!;
     const allowed = poolChoice.get(name)?.pools ?? [];
     for (const ing of svc.status?.loadBalancer?.ingress ?? []) {
@@ -226,7 +246,7 @@ export function assignVips(
   }
   // 2. Requested addresses.
   for (const svc of ordered) {
-    const name = objectKey(svc.metadata);
+    const name = nameOf(svc);
     const st = state.get(name)!;
     for (const [family, ip] of requests.get(name) ?? []) {
       if (st.vips.has(family)) continue;
@@ -275,7 +295,7 @@ export function assignVips(
   }
   // 3. Auto-assignment.
   for (const svc of ordered) {
-    const name = objectKey(svc.metadata);
+    const name = nameOf(svc);
     const st = state.get(name)!;
     const { pools: allowed, explicit } = poolChoice.get(name) ?? { pools: [], explicit: false };
     if (explicit && allowed.length === 0) continue; // the pool annotation's problem is already reported
@@ -284,7 +304,7 @@ export function assignVips(
       if (st.vips.has(family) || requests.get(name)?.has(family)) continue;
       const inFamily = candidates.filter((p) => p.ranges.some((r) => r.family === family));
       if (inFamily.length === 0) {
-        st.failures.set(family, {
+        fail(st, family, {
           code: "no_pool_for_service",
           message: `no ${explicit ? "" : "auto-assign "}pool with ${family} addresses admits this Service`,
         });
@@ -298,7 +318,7 @@ export function assignVips(
       const fresh = firstFree(svc, family, inFamily);
       if (fresh) take(svc, fresh.ip, fresh.pool, "allocated");
       else
-        st.failures.set(family, {
+        fail(st, family, {
           code: "pool_exhausted",
           message: `every ${family} address in ${inFamily.map((p) => `"${p.name}"`).join(", ")} is in use`,
         });
@@ -352,7 +372,7 @@ export function assignVips(
     const subject = `Service ${name}`;
     const missing = st.wanted.families.filter((f) => !st.vips.has(f));
     const failed = missing.flatMap((f) => {
-      const why = st.failures.get(f);
+      const why = st.failures?.get(f);
       return why ? [{ family: f, ...why }] : [];
     });
     if (vips.length === 0)

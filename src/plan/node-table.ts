@@ -22,6 +22,8 @@ export interface NodeTable {
   readonly sharedAll: (kind: "in_subset" | "eligible", families: readonly IpFamily[]) => readonly Backend[];
   /** bit 1: the node has an IPv4 address, bit 2: IPv6 */
   readonly familyMask: Uint8Array;
+  /** `familyMask` for eligible nodes, 0 for the others: one typed-array read per check */
+  readonly usableMask: Uint8Array;
   /** eligible nodes with an address in one of the families: externalTrafficPolicy
    * Cluster's candidates, grouped by zone for subsetting, and their Backend entries */
   readonly clusterCandidates: (families: readonly IpFamily[]) => ClusterCandidates;
@@ -43,7 +45,7 @@ export type SharedBackendKind =
 
 export function nodeTable(nodes: readonly Node[]): NodeTable {
   const facts = nodes
-    .map(nodeFacts)
+    .map((n) => uniformShape(nodeFacts(n)))
     .sort((a, b) =>
       a.zone < b.zone ? -1 : a.zone > b.zone ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
     );
@@ -112,7 +114,18 @@ export function nodeTable(nodes: readonly Node[]): NodeTable {
     byFamilies.set(key, made);
     return made;
   };
-  return { facts, index, hashes, ineligible, shared, sharedAll, familyMask, clusterCandidates };
+  const usableMask = Uint8Array.from(facts, (f, i) => (f.eligible ? familyMask[i]! : 0));
+  return { facts, index, hashes, ineligible, shared, sharedAll, familyMask, usableMask, clusterCandidates };
+}
+
+/** The same facts as one of two object literals (with and without `exclusion`, keys in
+ * nodeFacts' order): objects built by spreading end up with many hidden classes, and every
+ * per-member read of them then goes through a megamorphic lookup. */
+function uniformShape(f: NodeFacts): NodeFacts {
+  const { name, zone, addresses, ready, eligible, exclusion } = f;
+  return exclusion
+    ? { name, zone, addresses, ready, eligible, exclusion }
+    : { name, zone, addresses, ready, eligible };
 }
 
 function readiness(f: NodeFacts): string {

@@ -63,6 +63,8 @@ export interface PlanCache {
     config: PasslbConfigSpec;
     vipSource: "ipam" | "status";
     owned: Service[];
+    /** `namespace/name` of each owned Service, same order */
+    keys: string[];
     byKey: Map<string, Service>;
     skipped: SkippedService[];
     vips: Map<string, VipAssignment>;
@@ -143,8 +145,7 @@ export function planSnapshot(
 
   const plans: LoadBalancerPlan[] = [];
   const index = new Map<string, number>();
-  for (const svc of cache.services.owned) {
-    const key = objectKey(svc.metadata);
+  for (const key of cache.services.keys) {
     index.set(key, plans.length);
     plans.push(planOne(key, snapshot, options, cache));
   }
@@ -249,21 +250,22 @@ function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {
 }
 
 function servicesStep(services: readonly Service[], config: PasslbConfigSpec, vipSource: "ipam" | "status") {
-  const owned: Service[] = [];
+  const keyed: { key: string; svc: Service }[] = [];
   const skipped: SkippedService[] = [];
   for (const svc of services) {
     if (svc.spec.type !== "LoadBalancer") continue;
     const o = serviceOwnership(svc, config);
-    if (o.owned) owned.push(svc);
+    if (o.owned) keyed.push({ key: objectKey(svc.metadata), svc });
     else skipped.push({ service: objectKey(svc.metadata), reason: o.reason });
   }
-  const byName = (a: Service, b: Service) => compare(objectKey(a.metadata), objectKey(b.metadata));
-  owned.sort(byName);
+  keyed.sort((a, b) => compare(a.key, b.key));
   skipped.sort((a, b) => compare(a.service, b.service));
+  const owned = keyed.map((k) => k.svc);
+  const keys = keyed.map((k) => k.key);
   const pools = addressPools(config.pools);
   const vips = vipSource === "status" ? statusVips(owned, pools) : assignVips(owned, pools);
-  const byKey = new Map(owned.map((s) => [objectKey(s.metadata), s]));
-  return { owned, byKey, skipped, vips, hcnp: allocateHealthCheckNodePorts(services, owned, config) };
+  const byKey = new Map(keyed.map((k) => [k.key, k.svc]));
+  return { owned, keys, byKey, skipped, vips, hcnp: allocateHealthCheckNodePorts(services, owned, config) };
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -13,7 +13,7 @@
  *     `service.beta.kubernetes.io/load-balancer-source-ranges` annotation.
  */
 
-import { endpointCountsByNode } from "../endpoints/merge.ts";
+import { endpointCountsByNode, type NodeEndpointCounts } from "../endpoints/merge.ts";
 import type { EndpointSlice, PasslbConfigSpec, Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
 import { SOURCE_RANGES_ANNOTATION } from "../k8s/validate.ts";
@@ -31,9 +31,12 @@ import {
   type PlanIssue,
 } from "./load-balancer-plan.ts";
 import type { NodeTable } from "./node-table.ts";
+import { localExplanation, subsetMessage } from "./shared-texts.ts";
 import { nameHash, type SubsetCandidate, stableSubset, stableSubsetOfZones } from "./subset.ts";
 
 export const WEIGHTED_ANNOTATION = "networking.gke.io/weighted-load-balancing";
+
+const NO_PREVIOUS: ReadonlySet<number> = new Set();
 
 export interface ServicePlanInput {
   readonly service: Service;
@@ -51,10 +54,12 @@ export interface ServicePlanInput {
 export function planService(input: ServicePlanInput): LoadBalancerPlan {
   const { service: svc, nodes, config } = input;
   const key = objectKey(svc.metadata);
-  const subject = `Service ${key}`;
+  let subject: string | undefined; // made on the first issue: many Services have none
   const issues: PlanIssue[] = [...input.vips.issues];
-  const issue = (code: PlanIssueCode, severity: PlanIssue["severity"], message: string) =>
+  const issue = (code: PlanIssueCode, severity: PlanIssue["severity"], message: string) => {
+    subject ??= `Service ${key}`;
     issues.push({ code, severity, subject, message });
+  };
 
   const etp = svc.spec.externalTrafficPolicy ?? "Cluster";
   const families = input.vips.families;
@@ -75,7 +80,11 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
       targetPort: p.targetPort ?? p.port,
     }));
 
-  const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNode(input.slices);
+  // per-node counts decide Local membership; Cluster needs only whether any endpoint is ready
+  const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNode(
+    input.slices,
+    etp === "Local",
+  );
   for (const f of findings) issue(f.code, "warning", f.message);
 
   const weightedAsked = svc.metadata.annotations?.[WEIGHTED_ANNOTATION] === "pods-per-node";
@@ -98,11 +107,15 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   // `backends` is first read, so no per-node state is kept per Service.
   const wantedMask = (families.includes("IPv4") ? 1 : 0) | (families.includes("IPv6") ? 2 : 0);
   const hasFamily = (i: number) => (nodes.familyMask[i]! & wantedMask) !== 0;
-  const serviceHash = nameHash(`${svc.metadata.name}/${svc.metadata.namespace}`);
-  const previous = new Set<number>();
-  for (const name of input.previousMembers ?? []) {
-    const i = nodes.index.get(name);
-    if (i !== undefined) previous.add(i);
+  const serviceHash = () => nameHash(`${svc.metadata.name}/${svc.metadata.namespace}`);
+  let previous = NO_PREVIOUS;
+  if (input.previousMembers) {
+    const found = new Set<number>();
+    for (const name of input.previousMembers) {
+      const i = nodes.index.get(name);
+      if (i !== undefined) found.add(i);
+    }
+    previous = found;
   }
   let members: Backend[];
   /** Local: members and nodes with endpoints that were still left out, by node index */
@@ -116,14 +129,11 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     const limit = config.clusterBackendLimit;
     subsetting = cluster.candidates.length > limit;
     if (subsetting) {
-      chosen = Int32Array.from(stableSubsetOfZones(cluster.zones, limit, serviceHash, previous)).sort();
+      chosen = Int32Array.from(stableSubsetOfZones(cluster.zones, limit, serviceHash(), previous)).sort();
       const inSubset = nodes.sharedAll("in_subset", families);
-      members = Array.from(chosen, (i) => inSubset[i]!);
-      issue(
-        "cluster_subset",
-        "info",
-        `${cluster.candidates.length} eligible nodes exceed clusterBackendLimit ${limit}: a stable per-Service subset of ${chosen.length} carries traffic (split across zones smallest-first, sticky across re-plans)`,
-      );
+      members = [];
+      for (let k = 0; k < chosen.length; k++) members.push(inSubset[chosen[k]!]!);
+      issue("cluster_subset", "info", subsetMessage(cluster.candidates.length, limit, chosen.length));
     } else members = cluster.all as Backend[];
     if (cluster.candidates.length === 0)
       issue(
@@ -138,18 +148,26 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
         "the Service has no ready endpoint: nodes accept connections and then reject them",
       );
   } else {
-    const live: SubsetCandidate[] = [];
-    const draining: SubsetCandidate[] = [];
+    // node indices (and their counts) hosting non-terminating, else serving-terminating
+    // endpoints, in the order the merge met them
+    const live: number[] = [];
+    const liveCounts: NodeEndpointCounts[] = [];
+    const draining: number[] = [];
+    const drainingCounts: NodeEndpointCounts[] = [];
     for (const [name, counts] of perNode) {
       const i = nodes.index.get(name);
-      if (i === undefined || !nodes.facts[i]!.eligible || !hasFamily(i)) continue;
-      const f = nodes.facts[i]!;
-      if (counts.nonTerminating > 0) live.push({ index: i, zone: f.zone, hash: nodes.hashes[i]! });
-      else if (counts.servingTerminating > 0)
-        draining.push({ index: i, zone: f.zone, hash: nodes.hashes[i]! });
+      if (i === undefined || (nodes.usableMask[i]! & wantedMask) === 0) continue; // ineligible or no family
+      if (counts.nonTerminating > 0) {
+        live.push(i);
+        liveCounts.push(counts);
+      } else if (counts.servingTerminating > 0) {
+        draining.push(i);
+        drainingCounts.push(counts);
+      }
     }
     const fallback = live.length === 0 && draining.length > 0;
     const pool = fallback ? draining : live;
+    const poolCounts = fallback ? drainingCounts : liveCounts;
     if (fallback)
       issue(
         "terminating_fallback",
@@ -159,26 +177,36 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     const limit = config.localBackendLimit;
     // all of them while under the limit (the usual case): no subset to compute
     const chosen =
-      pool.length > limit ? new Set(stableSubset(pool, limit, serviceHash, previous)) : undefined;
+      pool.length > limit
+        ? new Set(
+            stableSubset(
+              pool.map(
+                (i): SubsetCandidate => ({ index: i, zone: nodes.facts[i]!.zone, hash: nodes.hashes[i]! }),
+              ),
+              limit,
+              serviceHash(),
+              previous,
+            ),
+          )
+        : undefined;
     if (pool.length > limit)
       issue(
         "local_backend_limit",
         "warning",
         `${pool.length} nodes host endpoints, above localBackendLimit ${limit}: ${limit} are used`,
       );
-    for (const c of pool) {
-      const f = nodes.facts[c.index]!;
-      const counts = perNode.get(f.name)!;
-      const inLimit = chosen === undefined || chosen.has(c.index);
+    for (let k = 0; k < pool.length; k++) {
+      const index = pool[k]!;
+      const f = nodes.facts[index]!;
+      const counts = poolCounts[k]!;
+      const inLimit = chosen === undefined || chosen.has(index);
       const explanation = !inLimit
         ? `hosts endpoints, but localBackendLimit ${limit} is reached`
         : fallback
           ? `hosts ${counts.servingTerminating} serving but terminating endpoint(s); used because no node has a non-terminating one`
-          : `hosts ${counts.nonTerminating} non-terminating endpoint(s), ${counts.ready} ready` +
-            (weighted ? `; weight ${counts.ready} (pods-per-node)` : "") +
-            (f.ready ? "" : "; node not Ready, kept as a member: the health check decides (KEP-3458)");
+          : localExplanation(counts.nonTerminating, counts.ready, weighted, f.ready);
       // same key order as the node table's shared entries, so the JSON reads alike
-      specific.set(c.index, {
+      specific.set(index, {
         node: f.name,
         zone: f.zone,
         addresses: f.addresses,
@@ -194,10 +222,11 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
         explanation,
       });
     }
-    members = [...specific.entries()]
-      .filter(([, b]) => b.included)
-      .sort((a, b) => a[0] - b[0])
-      .map(([, b]) => b);
+    members = [];
+    for (const index of Int32Array.from(pool).sort()) {
+      const b = specific.get(index)!;
+      if (b.included) members.push(b);
+    }
     if (!anyReady)
       issue(
         "no_ready_endpoints",
@@ -281,6 +310,9 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     return nodes.facts.map((_, i) => backendOf(i, memberSet));
   };
 
+  // Every node appears in `backends`; it is built on first read, since most consumers
+  // need only the members (`members`) and 10,000 Services × 5,000 nodes add up.
+  let cached: Backend[] | undefined;
   const plan = {
     service: key,
     uid: svc.metadata.uid,
@@ -288,8 +320,10 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     ipFamilies: families,
     vips: input.vips.vips,
     listeners,
-    backends: [] as readonly Backend[],
-    members: [] as readonly Backend[],
+    get backends(): readonly Backend[] {
+      cached ??= backends();
+      return cached;
+    },
     healthChecks,
     weighted,
     zonalAffinity,
@@ -298,10 +332,12 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
     ipMode: input.ipMode,
     issues,
   };
-  // Every node appears in `backends`; it is built on first read, since most consumers
-  // need only the members (`members`) and 10,000 Services × 5,000 nodes add up.
-  let cached: Backend[] | undefined;
-  Object.defineProperty(plan, "backends", { enumerable: true, get: () => (cached ??= backends()) });
-  Object.defineProperty(plan, "members", { enumerable: false, value: members });
-  return plan as LoadBalancerPlan;
+  // `members` repeats part of `backends`: there for consumers, left out of the JSON
+  Object.defineProperty(plan, "members", {
+    enumerable: false,
+    writable: true,
+    configurable: true,
+    value: members,
+  });
+  return plan as unknown as LoadBalancerPlan;
 }

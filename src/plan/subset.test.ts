@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { nameHash, type SubsetCandidate, stableSubset } from "./subset.ts";
+import { nameHash, type SubsetCandidate, stableSubset, subsetRank } from "./subset.ts";
 
 function nodes(zoneSizes: readonly number[]): SubsetCandidate[] {
   const out: SubsetCandidate[] = [];
@@ -91,5 +91,66 @@ test("different Services get different subsets", () => {
   assert.notDeepEqual(
     stableSubset(c, 10, nameHash("a/ns")).sort(),
     stableSubset(c, 10, nameHash("b/ns")).sort(),
+  );
+});
+
+/** The rules of the module header, written the slow and obvious way: every node ranked,
+ * sorted by (rank, position in its zone), sticky members first. */
+function referenceSubset(
+  candidates: readonly SubsetCandidate[],
+  wanted: number,
+  serviceHash: number,
+  previous: ReadonlySet<number>,
+): number[] {
+  const zones = new Map<string, SubsetCandidate[]>();
+  for (const c of candidates) zones.set(c.zone, [...(zones.get(c.zone) ?? []), c]);
+  const ordered = [...zones.entries()].sort(
+    ([za, a], [zb, b]) => a.length - b.length || (za < zb ? -1 : za > zb ? 1 : 0),
+  );
+  const chosen: number[] = [];
+  let remaining = wanted;
+  let zonesLeft = ordered.length;
+  for (const [, nodes] of ordered) {
+    const quota = Math.floor(remaining / zonesLeft--);
+    const ranked = nodes
+      .map((c, position) => ({ c, position, rank: subsetRank(c.hash, serviceHash) }))
+      .sort((a, b) => a.rank - b.rank || a.position - b.position);
+    const kept = ranked.filter((r) => previous.has(r.c.index));
+    const others = ranked.filter((r) => !previous.has(r.c.index));
+    const picked = nodes.length <= quota ? ranked : [...kept, ...others].slice(0, Math.max(0, quota));
+    for (const r of picked) chosen.push(r.c.index);
+    remaining -= picked.length;
+  }
+  return chosen.sort((a, b) => a - b);
+}
+
+test("property: the fast selection picks exactly what ranking every node would (ties, sticky members, retries)", () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.integer({ min: 0, max: 400 }), { minLength: 1, maxLength: 4 }),
+      fc.integer({ min: 1, max: 300 }),
+      fc.integer({ min: 0, max: 0xffffffff }),
+      // a narrow hash range makes equal ranks (ties broken by position) common
+      fc.oneof(fc.constant(0xffffffff), fc.constant(7)),
+      fc.array(fc.integer({ min: 0, max: 1600 }), { maxLength: 40 }),
+      fc.integer({ min: 0, max: 1000 }),
+      (sizes, wanted, serviceHash, hashMask, previousList, seed) => {
+        const c: SubsetCandidate[] = [];
+        sizes.forEach((n, z) => {
+          for (let i = 0; i < n; i++)
+            c.push({
+              index: c.length,
+              zone: `z${z}`,
+              hash: (nameHash(`${seed}-${z}-${i}`) & hashMask) >>> 0,
+            });
+        });
+        const previous = new Set(previousList);
+        const fast = stableSubset(c, wanted, serviceHash, previous).sort((a, b) => a - b);
+        const slow =
+          c.length <= wanted ? c.map((x) => x.index) : referenceSubset(c, wanted, serviceHash, previous);
+        assert.deepEqual(fast, slow);
+      },
+    ),
+    { numRuns: 300 },
   );
 });

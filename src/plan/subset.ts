@@ -49,7 +49,8 @@ export interface ZoneGroup {
   readonly zone: string;
   readonly nodes: readonly SubsetCandidate[];
   /** the same nodes' hashes and indices as typed arrays, for the ranking loop */
-  readonly hashes: Uint32Array;
+  /** the same nodes' hashes (their bits read as int32) and indices, for the ranking loop */
+  readonly hashes: Int32Array;
   readonly indices: Int32Array;
 }
 
@@ -65,15 +66,16 @@ export function groupByZone(candidates: readonly SubsetCandidate[]): ZoneGroup[]
     .map(([zone, nodes]) => ({
       zone,
       nodes,
-      hashes: Uint32Array.from(nodes, (n) => n.hash),
+      hashes: Int32Array.from(nodes, (n) => n.hash | 0),
       indices: Int32Array.from(nodes, (n) => n.index),
     }))
     .sort((a, b) => a.nodes.length - b.nodes.length || (a.zone < b.zone ? -1 : a.zone > b.zone ? 1 : 0));
 }
 
 /**
- * Picks `wanted` of the candidates. Returns the chosen indices. `previous` holds the
- * indices of the current members (sticky).
+ * Picks `wanted` of the candidates. Returns the chosen indices, in no particular order
+ * (a set: callers sort or look up). `previous` holds the indices of the current members
+ * (sticky).
  */
 export function stableSubset(
   candidates: readonly SubsetCandidate[],
@@ -110,14 +112,9 @@ export function stableSubsetOfZones(
 // Sort keys pack (rank, position): rank · 2^21 + position stays below 2^53, so a plain
 // number comparison orders by rank and breaks ties by position, with no objects allocated.
 const POSITION_BITS = 2 ** 21;
+const TWO_32 = 2 ** 32;
 // A scratch buffer reused between calls (grown on demand); nothing in it outlives a call.
 let scratch = new Float64Array(1024);
-
-/** A node's sort key for one Service: its rank (`subsetRank`, with the Service's hash
- * already multiplied in) and its position. Small enough for V8 to inline in the loops. */
-function rankKey(nodeHash: number, mixed: number, position: number): number {
-  return fmix32(nodeHash ^ mixed) * POSITION_BITS + position;
-}
 
 function pickInZone(
   zone: ZoneGroup,
@@ -127,7 +124,7 @@ function pickInZone(
   out: number[],
 ): void {
   const { hashes, indices } = zone;
-  const n = hashes.length;
+  const n = indices.length;
   if (n <= quota) {
     for (let p = 0; p < n; p++) out.push(indices[p]!);
     return;
@@ -135,89 +132,109 @@ function pickInZone(
   if (quota <= 0) return;
   const mixed = Math.imul(serviceHash, 0x9e3779b1);
   if (!previous) {
-    pickFresh(zone, quota, mixed, out);
+    pickSmallest(zone, quota, mixed, undefined, out);
     return;
   }
-  if (scratch.length < n) scratch = new Float64Array(n * 2);
-  const keys = scratch;
-  let free = 0;
   // members of the previous subset first (sticky), then the others, both by rank
   const keptKeys: number[] = [];
-  for (let p = 0; p < n; p++) {
-    const key = rankKey(hashes[p]!, mixed, p);
-    if (previous?.has(indices[p]!)) keptKeys.push(key);
-    else keys[free++] = key;
-  }
+  for (let p = 0; p < n; p++)
+    if (previous.has(indices[p]!)) keptKeys.push(sortKey(flippedRank(hashes[p]!, mixed), p));
   keptKeys.sort((a, b) => a - b);
   const keep = Math.min(keptKeys.length, quota);
   for (let i = 0; i < keep; i++) out.push(indices[keptKeys[i]! % POSITION_BITS]!);
-  const k = Math.min(quota - keep, free);
-  if (k <= 0) return;
-  selectSmallest(keys, free, k);
-  const best = keys.slice(0, k).sort();
-  for (let i = 0; i < k; i++) out.push(indices[best[i]! % POSITION_BITS]!);
+  if (quota - keep > 0) pickSmallest(zone, quota - keep, mixed, previous, out);
 }
 
-/** The common case, no previous subset: the `quota` smallest keys through a bounded
- * max-heap, so most nodes cost one hash and one comparison. */
-function pickFresh(zone: ZoneGroup, quota: number, mixed: number, out: number[]): void {
+/**
+ * Appends the indices of the `k` nodes with the smallest sort keys (rank, then position),
+ * in position order, leaving out the nodes in `exclude`. Ranks are uniform 32-bit hashes,
+ * so a threshold a little above the expected k-th smallest rank lets through a few more
+ * than k nodes: one hash and one integer comparison per node, then a selection among
+ * those few. When fewer than k pass (rare), the threshold doubles and the zone is
+ * scanned again; the answer is exact either way.
+ */
+function pickSmallest(
+  zone: ZoneGroup,
+  k: number,
+  mixed: number,
+  exclude: ReadonlySet<number> | undefined,
+  out: number[],
+): void {
   const { hashes, indices } = zone;
-  const n = hashes.length;
-  if (scratch.length < quota) scratch = new Float64Array(quota * 2);
-  const heap = scratch;
-  let size = 0;
-  for (let p = 0; p < n; p++) {
-    const key = rankKey(hashes[p]!, mixed, p);
-    if (size < quota) {
-      // sift up
-      let i = size++;
-      while (i > 0) {
-        const parent = (i - 1) >> 1;
-        if (heap[parent]! >= key) break;
-        heap[i] = heap[parent]!;
-        i = parent;
-      }
-      heap[i] = key;
-    } else if (key < heap[0]!) {
-      // replace the largest, sift down
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        if (l >= size) break;
-        const r = l + 1;
-        const c = r < size && heap[r]! > heap[l]! ? r : l;
-        if (heap[c]! <= key) break;
-        heap[i] = heap[c]!;
-        i = c;
-      }
-      heap[i] = key;
-    }
+  const n = indices.length;
+  if (scratch.length < n) {
+    scratch = new Float64Array(n * 2);
+    selectBuffer = new Float64Array(n * 2);
+    positionBuffer = new Int32Array(n * 2);
   }
-  const best = heap.slice(0, size).sort();
-  for (let i = 0; i < size; i++) out.push(indices[best[i]! % POSITION_BITS]!);
+  const keys = scratch;
+  const positions = positionBuffer;
+  let expected = k + 3 * Math.sqrt(k) + 4;
+  let count = 0;
+  for (;;) {
+    // the largest flipped rank that passes, as an int32; INT32_MAX lets every node through
+    const everyone = expected >= n;
+    const limit = everyone ? 0x7fffffff : (Math.floor((expected / n) * TWO_32) - 2 ** 31) | 0;
+    count = 0;
+    for (let p = 0; p < n; p++) {
+      const rank = flippedRank(hashes[p]!, mixed);
+      if (rank > limit) continue;
+      if (exclude?.has(indices[p]!)) continue;
+      positions[count] = p;
+      keys[count++] = sortKey(rank, p);
+    }
+    if (count >= k || everyone) break;
+    expected *= 2;
+  }
+  const cut = count <= k ? Number.POSITIVE_INFINITY : kthSmallest(keys, count, k);
+  for (let i = 0; i < count; i++) if (keys[i]! <= cut) out.push(indices[positions[i]!]!);
 }
 
-/** Rearranges keys[0..length) so that its k smallest values come first (quickselect). */
-function selectSmallest(keys: Float64Array, length: number, k: number): void {
+let selectBuffer = new Float64Array(1024);
+let positionBuffer = new Int32Array(1024);
+
+/** The k-th smallest (1-based) of keys[0..length), distinct values (quickselect on a copy). */
+function kthSmallest(keys: Float64Array, length: number, k: number): number {
+  const a = selectBuffer;
+  for (let i = 0; i < length; i++) a[i] = keys[i]!;
   let lo = 0;
   let hi = length - 1;
+  const target = k - 1;
   while (lo < hi) {
-    const pivot = keys[(lo + hi) >>> 1]!;
+    const pivot = a[(lo + hi) >>> 1]!;
     let i = lo;
     let j = hi;
     while (i <= j) {
-      while (keys[i]! < pivot) i++;
-      while (keys[j]! > pivot) j--;
+      while (a[i]! < pivot) i++;
+      while (a[j]! > pivot) j--;
       if (i <= j) {
-        const t = keys[i]!;
-        keys[i] = keys[j]!;
-        keys[j] = t;
+        const t = a[i]!;
+        a[i] = a[j]!;
+        a[j] = t;
         i++;
         j--;
       }
     }
-    if (k - 1 <= j) hi = j;
-    else if (k - 1 >= i) lo = i;
+    if (target <= j) hi = j;
+    else if (target >= i) lo = i;
     else break;
   }
+  return a[target]!;
+}
+
+/** `subsetRank` with the sign bit flipped, as an int32: `<` on it is rank order. Kept
+ * in int32 arithmetic (no unsigned results) so the loops above stay in integer registers. */
+function flippedRank(signedNodeHash: number, mixed: number): number {
+  let h = signedNodeHash ^ mixed;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h ^ -0x80000000;
+}
+
+/** The packed sort key of a node: its unsigned rank (from the flipped one) and position. */
+function sortKey(flipped: number, position: number): number {
+  return ((flipped ^ -0x80000000) >>> 0) * POSITION_BITS + position;
 }
