@@ -31,6 +31,11 @@ export const MARK_INDEX_LIMIT = 0x00800000;
 
 export type Fam = 4 | 6;
 
+export const FAMS: readonly Fam[] = [4, 6];
+export const familyName = (fam: Fam): "IPv4" | "IPv6" => (fam === 4 ? "IPv4" : "IPv6");
+/** the nft payload keyword of a family (`ip saddr`, `ip6 saddr`) */
+export const ipKey = (fam: Fam): "ip" | "ip6" => (fam === 4 ? "ip" : "ip6");
+
 export interface NftSet {
   readonly name: string;
   /** the declaration inside the braces, e.g. `type ipv4_addr; flags interval;` */
@@ -59,6 +64,12 @@ export interface NftState {
   readonly table: string;
   readonly sets: ReadonlyMap<string, NftSet>;
   readonly chains: ReadonlyMap<string, NftChain>;
+}
+
+/** Names of the sets and chains a pass added, replaced or removed (undefined: compare all). */
+export interface Touched {
+  readonly sets: ReadonlySet<string>;
+  readonly chains: ReadonlySet<string>;
 }
 
 export const emptyNftState = (table: string): NftState => ({ table, sets: new Map(), chains: new Map() });
