@@ -122,10 +122,12 @@ export async function runNftablesLb(
   // health: the prober plugs in as one HealthSource (members are `unknown`, i.e. serving,
   // until probed; --no-probe keeps them so)
   const listeners = new Set<() => void>();
+  let healthVersion = 0;
   const prober =
     flags.probe && !flags.once
       ? new ProberHealth({
           onChange: () => {
+            healthVersion++;
             changed();
             for (const l of listeners) l();
           },
@@ -137,6 +139,7 @@ export async function runNftablesLb(
       : undefined;
   const health: HealthSource | undefined = prober && {
     lookup: prober.lookup,
+    version: () => healthVersion,
     subscribe: (listener) => {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -166,6 +169,7 @@ export async function runNftablesLb(
       for (const p of problems) io.stderr(`passlb lb: input problem: ${p}\n`);
       const plans = planSnapshot(decoded.snapshot).plans;
       prober?.setPlans(plans);
+      healthVersion++; // new targets answer differently
       obs?.metrics.ipPools(poolUsage(decoded.snapshot.config.pools, plans));
       changed();
       return { snapshot: decoded.snapshot, degraded: problems.length > 0 };

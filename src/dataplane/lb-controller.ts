@@ -42,6 +42,9 @@ export { driftBetween } from "./nft-drift.ts";
 /** Where health comes from: the prober, adapted, plugs in as this one object. */
 export interface HealthSource {
   readonly lookup: HealthLookup;
+  /** a number that changes whenever any lookup's answer may have (optional: without it,
+   * every pass reads every member's health) */
+  readonly version?: () => number;
   /** calls `listener` after any transition or weight change; returns an unsubscribe */
   subscribe(listener: () => void): () => void;
 }
@@ -270,7 +273,8 @@ export class LbController {
 
   #desired(snapshot: Snapshot): DesiredUpdate {
     const health: HealthLookup = this.#o.health?.lookup ?? ALL_UNKNOWN;
-    const forwardings = this.#forwardings.update(snapshot, this.#degraded, health);
+    const version = this.#o.health ? this.#o.health.version?.() : 0;
+    const forwardings = this.#forwardings.update(snapshot, this.#degraded, health, version);
     return desiredNftUpdate({
       table: this.#o.table,
       seed: this.#o.seed,

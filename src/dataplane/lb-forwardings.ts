@@ -11,7 +11,10 @@
  *   costs one selection and one Maglev table, not one per Service. This relies on health
  *   depending on the check and the node only (ProberHealth probes one target per check
  *   definition and node, shared by every Service that uses it).
- * - A Service's forwarding object is reused while its plan object and selections are.
+ * - A Service's forwarding object is reused while its plan object and selections are; when
+ *   the health source's version has not moved since the last pass, a Service whose plan
+ *   object is the same is not looked at any further (no health lookups at all), so an
+ *   endpoint change costs that Service, not every Service.
  * - Bad input never corrupts what works: a Service whose plan has error-level issues, or
  *   whose forwarding cannot be built, keeps its last good forwarding; while the input is
  *   degraded, Services that vanished from it keep theirs too.
@@ -45,6 +48,8 @@ export class LbForwardings {
   #lastGood = new Map<string, ServiceForwarding>();
   #tables = new Map<string, MaglevTable>();
   #selections = new Map<string, { signature: string; selection: BackendSelection }>();
+  #healthVersion: number | undefined;
+  #lastPlans: readonly LoadBalancerPlan[] | undefined;
   /** plan → short id of its membership (interned), so equal memberships compare as numbers */
   readonly #memberIds = new WeakMap<LoadBalancerPlan, number>();
   readonly #memberKeys = new Map<string, number>();
@@ -59,7 +64,13 @@ export class LbForwardings {
     return [...this.#lastGood.values()];
   }
 
-  update(snapshot: Snapshot, degraded: boolean, health: HealthLookup): ServiceForwarding[] {
+  /** `healthVersion`: changes whenever any health answer may have (undefined: unknown). */
+  update(
+    snapshot: Snapshot,
+    degraded: boolean,
+    health: HealthLookup,
+    healthVersion?: number,
+  ): ServiceForwarding[] {
     let { plans } = planSnapshot(snapshot, { previous: this.#plans }, this.#planCache);
     if (this.#plans.size === 0 && plans.length > 0) {
       // first pass: plan once more with these plans as the previous ones, so the planner's
@@ -67,15 +78,26 @@ export class LbForwardings {
       this.#plans = new Map(plans.map((p) => [p.service, p]));
       plans = planSnapshot(snapshot, { previous: this.#plans }, this.#planCache).plans;
     }
-    // equal Maglev inputs share one table object, across passes
-    const tables = new Map<string, MaglevTable>();
+    const healthSame = healthVersion !== undefined && healthVersion === this.#healthVersion;
+    this.#healthVersion = healthVersion;
+    // equal Maglev inputs share one table object, across passes (pruned when it outgrows
+    // what the Services can use)
+    if (this.#tables.size > 4 * plans.length + 64) this.#tables = new Map();
+    const tables = this.#tables;
     const tableFor = (input: MaglevInput): MaglevTable => {
       const key = `${input.size}|${input.seed}|${input.backends.map((b) => `${b.name}:${b.weight}`).join(",")}`;
-      const table = tables.get(key) ?? this.#tables.get(key) ?? maglevTable(input);
-      tables.set(key, table);
+      let table = tables.get(key);
+      if (!table) {
+        table = maglevTable(input);
+        tables.set(key, table);
+      }
       return table;
     };
-    const selections = new Map<string, { signature: string; selection: BackendSelection }>();
+    // selections: kept as they are while health has not moved; otherwise re-read, keeping
+    // the old object where the members' health reads the same
+    const before = healthSame ? undefined : this.#selections;
+    if (!healthSame) this.#selections = new Map();
+    const selections = this.#selections;
     const select = (
       plan: LoadBalancerPlan,
       check: HealthCheck | undefined,
@@ -85,8 +107,8 @@ export class LbForwardings {
       const now = selections.get(key);
       if (now) return now.selection;
       const signature = check ? healthSignature(plan, check, health) : "";
-      const before = this.#selections.get(key);
-      const selection = before && before.signature === signature ? before.selection : compute();
+      const old = before?.get(key);
+      const selection = old && old.signature === signature ? old.selection : compute();
       selections.set(key, { signature, selection });
       return selection;
     };
@@ -99,6 +121,10 @@ export class LbForwardings {
     const forwardings = new Map<string, ServiceForwarding>();
     for (const plan of plans) {
       const last = this.#lastGood.get(plan.service);
+      if (healthSame && last?.plan === plan) {
+        forwardings.set(plan.service, last);
+        continue;
+      }
       const error = plan.issues.find((i) => i.severity === "error");
       if (error && last) {
         this.#o.onKept?.(plan.service, error.code);
@@ -119,18 +145,33 @@ export class LbForwardings {
           this.#o.onKept?.(service, "input_invalid");
           forwardings.set(service, last);
         }
-    this.#tables = tables;
-    this.#selections = selections;
     // the planner only reads the previous members (sticky subsets) and memoises on the
-    // previous plan's identity: keep the stored plan while its members stay the same
-    const previous = new Map<string, LoadBalancerPlan>();
-    for (const p of plans) {
-      const stored = this.#plans.get(p.service);
-      previous.set(p.service, stored && sameMembers(stored, p) ? stored : p);
+    // previous plan's identity (and on the map's, for its fast path): keep the stored plan
+    // while its members stay the same, and the map itself
+    const lastPlans = this.#lastPlans;
+    if (
+      lastPlans &&
+      lastPlans.length === plans.length &&
+      plans.every((p, i) => p.service === lastPlans[i]!.service)
+    ) {
+      // same Services in the same order (the planner's fast path): only replaced plans
+      for (let i = 0; i < plans.length; i++) if (plans[i] !== lastPlans[i]) this.#remember(plans[i]!);
+    } else if (plans !== lastPlans) {
+      const names = new Set<string>();
+      for (const p of plans) {
+        names.add(p.service);
+        this.#remember(p);
+      }
+      for (const name of this.#plans.keys()) if (!names.has(name)) this.#plans.delete(name);
     }
-    this.#plans = previous;
+    this.#lastPlans = plans;
     this.#lastGood = forwardings;
     return [...forwardings.values()];
+  }
+
+  #remember(p: LoadBalancerPlan): void {
+    const stored = this.#plans.get(p.service);
+    if (stored !== p && !(stored && sameMembers(stored, p))) this.#plans.set(p.service, p);
   }
 
   #memberId(plan: LoadBalancerPlan): number {

@@ -35,6 +35,7 @@ import {
   countMembers,
   createNodeAddressBook,
   keepIfEqual,
+  type NodeMarks,
 } from "./node-marks.ts";
 import { type ServicePart, type SlotMemo, servicePart } from "./service-part.ts";
 import { createSlotMapBook, dropContent, nameSlotMaps, slotMapName, takeContent } from "./slot-maps.ts";
@@ -82,6 +83,7 @@ interface Base {
   readonly slots: ReturnType<typeof createSlotMapBook>;
   readonly dispatch: Record<Fam, Map<string, string>>;
   context: string;
+  marks: NodeMarks | undefined;
   sets: Map<string, NftSet>;
   chains: Map<string, NftChain>;
 }
@@ -121,14 +123,17 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     return { state: base.output!, touched: { sets: touchedSets, chains: touchedChains } };
   }
 
-  // 2. node marks (every slot content depends on them)
+  // 2. node marks (every slot content depends on them), again only when an address came or went
+  let moved = base.marks === undefined;
   for (const name of changed) {
     const old = base.services.get(name);
-    if (old) countMembers(base.addresses, old.forwarding, -1);
     const f = incoming.get(name);
-    if (f) countMembers(base.addresses, f, 1);
+    if (old && f && old.forwarding.plan.members === f.plan.members) continue; // health moved
+    if (old && countMembers(base.addresses, old.forwarding, -1)) moved = true;
+    if (f && countMembers(base.addresses, f, 1)) moved = true;
   }
-  const marks = assignNodeMarks(base.addresses, input.previous);
+  const marks = moved ? assignNodeMarks(base.addresses, input.previous) : base.marks!;
+  base.marks = marks;
   for (const s of marks.sets) putSet(base, s, touchedSets);
   const context = `${marks.epoch[4]}|${marks.epoch[6]}`;
   const redo =
@@ -137,6 +142,8 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
   redo.sort();
 
   // 3. old parts out, new parts in
+  // dispatch entries taken out and put back unchanged are no change
+  const dispatchOut = { 4: new Map<string, string>(), 6: new Map<string, string>() };
   const dispatchTouched = new Set<Fam>();
   for (const name of redo) {
     const old = base.services.get(name);
@@ -148,7 +155,7 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     for (const [fam, key, value] of old.part.dispatch)
       if (base.dispatch[fam].get(key) === value) {
         base.dispatch[fam].delete(key);
-        dispatchTouched.add(fam);
+        dispatchOut[fam].set(key, value);
       }
     for (const c of old.part.contents) dropContent(base.slots, c.contentKey);
     for (const c of old.part.chains) {
@@ -175,7 +182,8 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     for (const s of part.sets) putSet(base, keepIfEqual(input.previous.sets.get(s.name), s), touchedSets);
     for (const [fam, key, value] of part.dispatch) {
       base.dispatch[fam].set(key, value);
-      dispatchTouched.add(fam);
+      if (dispatchOut[fam].get(key) === value) dispatchOut[fam].delete(key);
+      else dispatchTouched.add(fam);
     }
     for (const c of part.contents) takeContent(base.slots, c);
   }
@@ -191,6 +199,7 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
       base.chains.set(c.name, same ? before : chain);
       touchedChains.add(c.name);
     }
+  for (const fam of FAMS) if (dispatchOut[fam].size > 0) dispatchTouched.add(fam);
   for (const fam of dispatchTouched)
     putSet(base, dispatchSet(fam, base.dispatch[fam], input.previous), touchedSets);
 
@@ -253,6 +262,7 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
     slots: createSlotMapBook(input.previous),
     dispatch: { 4: new Map(), 6: new Map() },
     context: "",
+    marks: undefined,
     sets,
     chains,
   };

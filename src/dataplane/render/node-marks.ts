@@ -49,8 +49,10 @@ export function canonicalIn(book: NodeAddressBook, address: string): string | un
   return book.canonical.get(address);
 }
 
-/** Adds (+1) or removes (−1) one Service's members. */
-export function countMembers(book: NodeAddressBook, f: ServiceForwarding, delta: 1 | -1): void {
+/** Adds (+1) or removes (−1) one Service's members; true when a node's address appeared
+ * or left (the marks must be assigned again). */
+export function countMembers(book: NodeAddressBook, f: ServiceForwarding, delta: 1 | -1): boolean {
+  let moved = false;
   for (const fam of FAMS)
     for (const m of f.plan.members) {
       const a = m.addresses[familyName(fam)];
@@ -64,8 +66,10 @@ export function countMembers(book: NodeAddressBook, f: ServiceForwarding, delta:
       const n = (byAddress.get(c) ?? 0) + delta;
       if (n > 0) byAddress.set(c, n);
       else byAddress.delete(c);
+      if (n === 0 || (n === 1 && delta === 1)) moved = true;
       if (byAddress.size === 0) book.refs[fam].delete(m.node);
     }
+  return moved;
 }
 
 export function assignNodeMarks(book: NodeAddressBook, previous: NftState): NodeMarks {
