@@ -192,6 +192,7 @@ for (const local of [false, true]) {
       },
       check: (s: string) => nft.check(s),
       dump: (t: string, o?: { terse?: boolean }) => nft.dump(t, o),
+      counters: (t: string) => nft.counters(t),
     };
     const c = new LbController({
       table: "passlb",

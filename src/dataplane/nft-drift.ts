@@ -16,6 +16,10 @@ export function driftBetween(
   if (!observed) return "table missing";
   for (const name of expected.sets.keys()) if (!observed.sets.has(name)) return `set ${name} missing`;
   for (const name of observed.sets.keys()) if (!expected.sets.has(name)) return `unexpected set ${name}`;
+  for (const name of expected.counters ?? [])
+    if (!observed.counters?.has(name)) return `counter ${name} missing`;
+  for (const name of observed.counters ?? [])
+    if (!expected.counters?.has(name)) return `unexpected counter ${name}`;
   for (const [name, c] of expected.chains) {
     const o = observed.chains.get(name);
     if (!o) return `chain ${name} missing`;

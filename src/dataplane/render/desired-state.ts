@@ -35,6 +35,7 @@ import {
   countMembers,
   createNodeAddressBook,
   keepIfEqual,
+  NODE_COUNTER_MAP,
   type NodeMarks,
 } from "./node-marks.ts";
 import { type ServicePart, type SlotMemo, servicePart } from "./service-part.ts";
@@ -71,6 +72,8 @@ export interface DesiredCache {
 export const createDesiredCache = (): DesiredCache => ({ base: undefined, slotMemo: new WeakMap() });
 
 export const PREROUTING_BASE = "type filter hook prerouting priority mangle; policy accept;";
+/** after the mark is set (mangle is −150); numeric, as the kernel prints it back */
+export const COUNT_BASE = "type filter hook prerouting priority -140; policy accept;";
 
 interface Base {
   output: NftState | undefined;
@@ -203,7 +206,12 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
   for (const fam of dispatchTouched)
     putSet(base, dispatchSet(fam, base.dispatch[fam], input.previous), touchedSets);
 
-  const state: NftState = { table: input.table, sets: base.sets, chains: base.chains };
+  const state: NftState = {
+    table: input.table,
+    sets: base.sets,
+    chains: base.chains,
+    counters: marks.counters,
+  };
   base.output = state;
   if (input.cache) input.cache.base = base;
   return { state, touched: reuse ? { sets: touchedSets, chains: touchedChains } : undefined };
@@ -251,6 +259,7 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
       PREROUTING_BASE,
     ),
   );
+  chains.set("count", chainOf("count", [`counter name meta mark map @${NODE_COUNTER_MAP}`], COUNT_BASE));
   return {
     output: undefined,
     table: input.table,

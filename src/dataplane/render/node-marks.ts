@@ -22,7 +22,10 @@ import {
   markFor,
   type NftSet,
   type NftState,
+  nodeCounterName,
 } from "./nft-state.ts";
+
+export const NODE_COUNTER_MAP = "nodecounters";
 
 export interface NodeAddressBook {
   /** per family: node → address → number of Services listing it */
@@ -35,8 +38,11 @@ export interface NodeMarks {
   readonly byNode: Record<Fam, Map<string, number>>;
   /** changes whenever a family's node → mark assignment does */
   readonly epoch: Record<Fam, string>;
-  /** `nexthops4`, `nexthops6` and `live`; the previous state's objects when unchanged */
+  /** `nexthops4`, `nexthops6`, `live` and `nodecounters`; the previous state's objects
+   * when unchanged */
   readonly sets: readonly NftSet[];
+  /** one named counter per mark (the previous state's set when unchanged) */
+  readonly counters: ReadonlySet<string>;
 }
 
 export const createNodeAddressBook = (): NodeAddressBook => ({
@@ -127,7 +133,21 @@ export function assignNodeMarks(book: NodeAddressBook, previous: NftState): Node
       elements: liveSorted,
     }),
   );
-  return { byNode, epoch: { 4: markEpoch(byNode[4]), 6: markEpoch(byNode[6]) }, sets };
+  const counterOf = new Map<string, string>();
+  for (const markText of liveSorted.keys()) counterOf.set(markText, nodeCounterName(Number(markText)));
+  sets.push(
+    keepIfEqual(previous.sets.get(NODE_COUNTER_MAP), {
+      name: NODE_COUNTER_MAP,
+      decl: "type mark : counter;",
+      isMap: true,
+      elements: counterOf,
+    }),
+  );
+  const names = new Set(counterOf.values());
+  const before = previous.counters;
+  const counters =
+    before && before.size === names.size && [...names].every((n) => before.has(n)) ? before : names;
+  return { byNode, epoch: { 4: markEpoch(byNode[4]), 6: markEpoch(byNode[6]) }, sets, counters };
 }
 
 function markEpoch(nodeMarks: ReadonlyMap<string, number>): string {

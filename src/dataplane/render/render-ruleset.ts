@@ -32,6 +32,7 @@ export function renderRuleset(state: NftState): string {
   // by name: the text depends only on the contents, not on the order passes built them in
   const sets = [...state.sets.values()].sort(byName);
   const chains = [...state.chains.values()].sort(byName);
+  for (const name of [...(state.counters ?? [])].sort()) out.push(`add counter ${t} ${name}`);
   for (const s of sets) {
     out.push(declare(t, s));
     if (!isDispatch(s)) pushElements(out, "add", t, s.name, s.elements, s.isMap);
@@ -62,6 +63,9 @@ export function renderElementUpdates(before: NftState, after: NftState, touched?
   const out: string[] = [];
   const afterSets = present(after.sets, touched?.sets);
   const afterChains = present(after.chains, touched?.chains);
+  // 0. new counters (a counter map's elements name them)
+  for (const name of after.counters ?? [])
+    if (!before.counters?.has(name)) out.push(`add counter ${t} ${name}`);
   // 1. new sets and maps (dispatch elements wait until their chains exist)
   for (const s of afterSets) {
     if (before.sets.has(s.name)) continue;
@@ -107,6 +111,8 @@ export function renderElementUpdates(before: NftState, after: NftState, touched?
     if (!after.chains.has(c.name)) out.push(`flush chain ${t} ${c.name}`, `delete chain ${t} ${c.name}`);
   for (const s of present(before.sets, touched?.sets))
     if (!after.sets.has(s.name)) out.push(`delete ${s.isMap ? "map" : "set"} ${t} ${s.name}`);
+  for (const name of before.counters ?? [])
+    if (!after.counters?.has(name)) out.push(`delete counter ${t} ${name}`);
   return out.length === 0 ? "" : `${out.join("\n")}\n`;
 }
 
