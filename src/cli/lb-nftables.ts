@@ -13,6 +13,7 @@ import { readManifests } from "../cluster/manifest-files.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier } from "../dataplane/nft-applier.ts";
+import { nodeTrafficOf } from "../dataplane/node-traffic.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
 import { PasslbError } from "../errors.ts";
@@ -35,6 +36,7 @@ export interface NftLbFlags {
   once?: boolean;
   pollMs: string;
   driftCheckMs: string;
+  countersMs: string;
 }
 
 /** Adds the nftables flags to `passlb lb`. */
@@ -57,6 +59,11 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "--drift-check-ms <ms>",
       "nftables: how often to compare the kernel table with what was applied",
       "5000",
+    )
+    .option(
+      "--counters-ms <ms>",
+      "nftables: how often to read the per-node counters into metrics (0: never)",
+      "10000",
     );
 }
 
@@ -71,6 +78,7 @@ export async function runNftablesLb(
   const maxSize = Number(flags.maxTableSize);
   const pollMs = Number(flags.pollMs);
   const driftMs = Number(flags.driftCheckMs);
+  const countersMs = Number(flags.countersMs ?? "10000");
   if (paths.length === 0) return usage(io, "pass -f/--manifests DIR (repeatable)");
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
     return usage(io, "--seed must be 0..4294967295");
@@ -82,7 +90,8 @@ export async function runNftablesLb(
   } catch (e) {
     return usage(io, `--max-table-size: ${(e as Error).message}`);
   }
-  if (!(pollMs >= 50) || !(driftMs >= 0)) return usage(io, "--poll-ms must be ≥ 50 and --drift-check-ms ≥ 0");
+  if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
+    return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
   const nft = createNftApplier();
   try {
@@ -206,10 +215,25 @@ export async function runNftablesLb(
       });
     },
   });
+  // per-node packets and bytes from the kernel's counters, at a modest period
+  const readCounters = async () => {
+    const state = controller.current;
+    if (!obs || !state) return;
+    try {
+      const counters = await nft.counters(flags.table);
+      for (const t of nodeTrafficOf(state, controller.forwarding, counters))
+        obs.metrics.nodeTraffic(t.node, t.packets, t.bytes);
+    } catch (e) {
+      io.stderr(`passlb lb: reading the node counters failed: ${(e as Error).message}\n`);
+    }
+  };
+  const counterTimer = obs && countersMs > 0 ? setInterval(() => void readCounters(), countersMs) : undefined;
+  counterTimer?.unref();
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
     else signal.addEventListener("abort", () => resolve(), { once: true });
   });
+  if (counterTimer) clearInterval(counterTimer);
   await controller.stop();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");

@@ -135,6 +135,18 @@ function define(registry: Registry) {
       labelNames: ["service", "node", "direction"] as const,
       registers: r,
     }),
+    nodePackets: new Counter({
+      name: "passlb_node_forwarded_packets_total",
+      help: "Packets the nftables data plane marked for a node (kernel counters, all Services), by node.",
+      labelNames: ["node"] as const,
+      registers: r,
+    }),
+    nodeBytes: new Counter({
+      name: "passlb_node_forwarded_bytes_total",
+      help: "Bytes the nftables data plane marked for a node (kernel counters, all Services), by node.",
+      labelNames: ["node"] as const,
+      registers: r,
+    }),
     reconciles: new Counter({
       name: "passlb_reconciles_total",
       help: "Reconcile passes by controller and outcome (ok, retry, reprocess_all, failed).",
@@ -220,6 +232,20 @@ export class Metrics {
   /** data planes that count in the kernel (nft counters) report totals, not increments */
   connectionTotals(service: string, node: string, total: number): void {
     this.#setCounter(this.#m.connections, { service, node }, total);
+  }
+
+  /** kernel per-node counters, as totals (a total that went back restarts from it) */
+  nodeTraffic(node: string, packets: number, bytes: number): void {
+    for (const [c, total, kind] of [
+      [this.#m.nodePackets, packets, "p"],
+      [this.#m.nodeBytes, bytes, "b"],
+    ] as const) {
+      const key = `${node}\u0000${kind}`;
+      const last = this.#totals.get(key) ?? 0;
+      this.#totals.set(key, total);
+      const delta = total >= last ? total - last : total;
+      c.inc({ node }, delta); // 0 too: the series exists from the first read
+    }
   }
 
   reconcile(controller: string, outcome: ReconcileOutcome): void {
