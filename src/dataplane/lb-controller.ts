@@ -24,6 +24,7 @@
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { ALL_UNKNOWN, type HealthLookup, type ServiceForwarding } from "./forwarding-state.ts";
 import { LbForwardings } from "./lb-forwardings.ts";
+import type { HealthSource, LbEvent, SyncOutcome, Timers } from "./lb-ports.ts";
 import type { NftApplier } from "./nft-applier.ts";
 import { driftBetween } from "./nft-drift.ts";
 import {
@@ -37,40 +38,8 @@ import { createDesiredCache, type DesiredUpdate, desiredNftUpdate } from "./rend
 import type { NftState } from "./render/nft-state.ts";
 import { needsFullSync, renderElementUpdates, renderRuleset } from "./render/render-ruleset.ts";
 
+export type { HealthSource, LbEvent, SyncOutcome, Timers } from "./lb-ports.ts";
 export { driftBetween } from "./nft-drift.ts";
-
-/** Where health comes from: the prober, adapted, plugs in as this one object. */
-export interface HealthSource {
-  readonly lookup: HealthLookup;
-  /** a number that changes whenever any lookup's answer may have (optional: without it,
-   * every pass reads every member's health) */
-  readonly version?: () => number;
-  /** calls `listener` after any transition or weight change; returns an unsubscribe */
-  subscribe(listener: () => void): () => void;
-}
-
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export type SyncOutcome =
-  | { readonly kind: "ok"; readonly mode: "full" | "incremental" | "noop"; readonly bytes: number }
-  | { readonly kind: "retry"; readonly delayMs: number; readonly cause: unknown }
-  | { readonly kind: "failed"; readonly cause: unknown };
-
-export type LbEvent =
-  | {
-      readonly kind: "synced";
-      readonly mode: "full" | "incremental" | "noop";
-      readonly bytes: number;
-      readonly ms: number;
-    }
-  | { readonly kind: "sync_failed"; readonly error: unknown; readonly retryInMs: number }
-  | { readonly kind: "adopted"; readonly sets: number; readonly chains: number }
-  | { readonly kind: "drift"; readonly what: string }
-  | { readonly kind: "routes_failed"; readonly error: unknown }
-  | { readonly kind: "kept_last_good"; readonly service: string; readonly reason: string };
 
 export interface LbControllerOptions {
   readonly table: string;
