@@ -199,7 +199,6 @@ export function registerAgentCommand(
                 seed: 0x5eed,
                 acceptProxyProtocol: true,
                 sendProxyProtocol: opts.proxyProtocol ?? false,
-                serveHealth: false,
               });
               log(`userspace data plane: nodePorts on ${address}`, "dataplane_started");
             }

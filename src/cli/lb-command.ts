@@ -4,6 +4,10 @@
  * and runs the userspace proxy on every VIP:port until stopped. `--loopback` applies the
  * quickstart's loopback rewrite first. With `--dataplane nftables` (or auto as root with
  * nft) the kernel data plane runs instead (lb-nftables.ts, docs/dataplane-nftables.md).
+ *
+ * Kubernetes mode (`--kubeconfig`, `--in-cluster`, or no -f and a kubeconfig found:
+ * lb-kube.ts, docs/kubernetes.md): the API server is the input, watched; VIPs come from
+ * Service status only; both data planes follow every change.
  */
 import type { Command } from "commander";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
@@ -13,7 +17,9 @@ import { planSnapshot } from "../plan/planner.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
 import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
-import { addNftablesOptions, type NftLbFlags, runNftablesLb } from "./lb-nftables.ts";
+import { chooseLbInput, kubeLbSource, kubeReadHandler } from "./lb-kube.ts";
+import { addNftablesOptions, type KubeLbRun, type NftLbFlags, runNftablesLb } from "./lb-nftables.ts";
+import { runUserspaceKube } from "./lb-userspace-kube.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
 import type { RunEnv } from "./up-command.ts";
@@ -24,6 +30,9 @@ interface LbOptions extends NftLbFlags, ObservabilityFlags {
   proxyProtocol?: boolean;
   loopback?: boolean;
   duration?: string;
+  kubeconfig?: string;
+  inCluster?: boolean;
+  defaultClass?: boolean;
 }
 
 export function registerLbCommand(
@@ -44,10 +53,19 @@ export function registerLbCommand(
     .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
     .option("--proxy-protocol", "send PROXY protocol v2 to the nodes")
     .option("--loopback", "apply the loopback rewrite of passlb up (docs/quickstart.md)")
-    .option("--duration <seconds>", "stop by itself after this many seconds");
+    .option("--duration <seconds>", "stop by itself after this many seconds")
+    .option("--kubeconfig <path>", "read the cluster through this kubeconfig (Kubernetes mode)")
+    .option("--in-cluster", "read the cluster with the Pod's service account (Kubernetes mode)")
+    .option("--default-class", "Kubernetes mode: also own LoadBalancer Services without a loadBalancerClass");
   addNftablesOptions(command);
   addObservabilityOptions(command, "127.0.0.1:9797");
   command.action(async (opts: LbOptions) => {
+    const input = chooseLbInput(opts, env.kubeEnv ?? {});
+    if (typeof input === "string") {
+      io.stderr(`error: ${input}\n`);
+      setExitCode(2);
+      return;
+    }
     const requested = opts.dataplane as DataplaneRequest;
     const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: env.hasNft(), requested });
     if (!choice.ok) {
@@ -66,10 +84,23 @@ export function registerLbCommand(
       setExitCode(2);
       return;
     }
+    let kube: KubeLbRun | undefined;
+    if (input.kind === "kube") {
+      io.stderr(`passlb lb: reading the cluster at ${input.found.server} (${input.found.from})\n`);
+      kube = {
+        source: kubeLbSource(input, obs),
+        prepare: kubeReadHandler(obs, (line) => io.stderr(`passlb lb: ${line}\n`)),
+      };
+    }
     if (choice.dataplane === "nftables") {
       io.stderr(`passlb lb: data plane nftables (${choice.reason})\n`);
-      setExitCode(await runNftablesLb(opts, io, env.shutdownSignal, obs));
+      setExitCode(await runNftablesLb(opts, io, env.shutdownSignal, obs, kube));
       await obs.close();
+      return;
+    }
+    if (kube) {
+      io.stdout(`passlb lb: data plane userspace (${choice.reason})\n`);
+      await runUserspaceKube(kube, opts, io, env, obs);
       return;
     }
     const loaded = await loadSnapshot(opts.filename, io);

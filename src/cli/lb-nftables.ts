@@ -6,13 +6,18 @@
  * keeps flowing while the process is down and the next process adopts the table without a
  * flush (docs/dataplane-nftables.md).
  *
+ * In Kubernetes mode (`kube` given: lb-kube.ts) the API server replaces the manifests: the
+ * source's reads feed the controller, VIPs come from Service status only, and while the API
+ * server is away the kernel keeps the last table (docs/kubernetes.md).
+ *
  * Wiring only. Exit codes: 0 stopped cleanly (or `--once` synced), 1 the sync failed or
  * nft is unusable, 2 bad flags or unreadable input at start.
  */
 import { readManifests } from "../cluster/manifest-files.ts";
+import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
-import { createNftApplier } from "../dataplane/nft-applier.ts";
+import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
 import { nodeTrafficOf } from "../dataplane/node-traffic.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
@@ -25,6 +30,12 @@ import { poolUsage } from "../web/pool-usage.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
+/** Kubernetes mode: the source and how a read becomes the LB's snapshot (lb-kube.ts). */
+export interface KubeLbRun {
+  readonly source: SnapshotSource;
+  readonly prepare: (read: Extract<SourceRead, { ok: true }>) => { snapshot: Snapshot; degraded: boolean };
+}
+
 export interface NftLbFlags {
   filename: string[];
   manifests: string[];
@@ -36,7 +47,7 @@ export interface NftLbFlags {
   once?: boolean;
   pollMs: string;
   driftCheckMs: string;
-  countersMs: string;
+  countersMs?: string;
 }
 
 /** Adds the nftables flags to `passlb lb`. */
@@ -72,6 +83,9 @@ export async function runNftablesLb(
   io: CliIo,
   shutdownSignal: () => AbortSignal,
   obs?: Observability,
+  kube?: KubeLbRun,
+  /** tests: a fake applier instead of the `nft` command */
+  adapters: { readonly nft?: NftApplier } = {},
 ): Promise<number> {
   const paths = [...flags.filename, ...flags.manifests];
   const seed = Number(flags.seed);
@@ -79,7 +93,7 @@ export async function runNftablesLb(
   const pollMs = Number(flags.pollMs);
   const driftMs = Number(flags.driftCheckMs);
   const countersMs = Number(flags.countersMs ?? "10000");
-  if (paths.length === 0) return usage(io, "pass -f/--manifests DIR (repeatable)");
+  if (paths.length === 0 && !kube) return usage(io, "pass -f/--manifests DIR (repeatable)");
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
     return usage(io, "--seed must be 0..4294967295");
   if (!/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/.test(flags.table))
@@ -93,7 +107,7 @@ export async function runNftablesLb(
   if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
     return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
-  const nft = createNftApplier();
+  const nft = adapters.nft ?? createNftApplier();
   try {
     await nft.dump(flags.table, { terse: true });
   } catch (e) {
@@ -166,10 +180,52 @@ export async function runNftablesLb(
     },
     now: () => performance.now(),
     sizeFor,
+    ...(kube && { vipSource: "status" as const }),
     debounceMs: 5,
     driftCheckMs: flags.once ? 0 : driftMs,
     onEvent: log,
   });
+  if (kube) {
+    await controller.start();
+    const dashboard = await obs?.serve();
+    if (dashboard) io.stderr(`passlb lb: dashboard ${dashboard} (metrics at ${dashboard}metrics)\n`);
+    const signal = shutdownSignal();
+    const first = kube.source.start({
+      onChange: changed,
+      onRead: (read) => {
+        if (!read.ok) return;
+        const next = kube.prepare(read);
+        const plans = planSnapshot(next.snapshot, { vipSource: "status" }).plans;
+        prober?.setPlans(plans);
+        obs?.metrics.ipPools(poolUsage(next.snapshot.config.pools, plans));
+        changed();
+        controller.setSnapshot(next.snapshot, next.degraded, !flags.once);
+      },
+    });
+    const aborted = new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    let code = 0;
+    if (flags.once) {
+      await Promise.race([first, aborted]);
+      if (signal.aborted) {
+        io.stderr("passlb lb: stopped before the first read from the API server\n");
+        code = 1;
+      } else {
+        const outcome = await controller.syncOnce();
+        if (outcome.kind !== "ok") {
+          io.stderr(`passlb lb: sync failed: ${(outcome.cause as Error).message}\n`);
+          code = 1;
+        } else io.stderr(`passlb lb: ${outcome.mode} sync, ${outcome.bytes} bytes\n`);
+      }
+    } else await aborted;
+    await kube.source.close();
+    await controller.stop();
+    await prober?.close();
+    if (!flags.once) io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
+    return code;
+  }
   const load = async (): Promise<{ snapshot: Snapshot; degraded: boolean } | undefined> => {
     try {
       const read = await readManifests(paths, io.readStdin);

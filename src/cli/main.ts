@@ -35,6 +35,12 @@ async function main(): Promise<void> {
     {
       stdoutIsTTY: process.stdout.isTTY === true,
       isRoot: process.getuid?.() === 0,
+      kubeEnv: {
+        KUBECONFIG: process.env.KUBECONFIG,
+        HOME: process.env.HOME,
+        KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST,
+        KUBERNETES_SERVICE_PORT: process.env.KUBERNETES_SERVICE_PORT,
+      },
       hasNft: () => {
         try {
           execFileSync("nft", ["--version"], { stdio: "ignore", timeout: 2000 });

@@ -5,12 +5,13 @@
  * try it, then a live view until Ctrl-C (or `--duration`, or `--once`). A second instance
  * finds the first through the control port and says so. docs/quickstart.md.
  *
- * `--dataplane nftables` is served by `passlb lab up -f examples/lab/topology.yaml` (the
- * network-namespace lab) rather than by this command; `auto` picks
- * userspace here and says why.
+ * `--dataplane nftables` (root, nft, ip) runs the same folder on the kernel data plane in
+ * the network-namespace lab instead (up-lab.ts); `auto` picks userspace here and says why.
  */
+
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
+import type { KubeEnv } from "../cluster/kube-config.ts";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
 import { ControlServer, DEFAULT_CONTROL_PORT } from "../quickstart/control-server.ts";
 import { renderLiveLines, renderLiveView } from "../quickstart/live-view.ts";
@@ -18,12 +19,16 @@ import { QuickstartRun } from "../quickstart/quickstart-run.ts";
 import { tryLines } from "../quickstart/try-lines.ts";
 import type { CliIo } from "./load-input.ts";
 import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
+import { runUpLab } from "./up-lab.ts";
+import { runViewLoop } from "./up-view-loop.ts";
 
 /** What only the composition root knows about the host and the process. */
 export interface HostFacts {
   readonly stdoutIsTTY: boolean;
   readonly isRoot: boolean;
   readonly hasNft: () => boolean;
+  /** where a kubeconfig may be found (KUBECONFIG, HOME, the in-cluster variables); none in tests */
+  readonly kubeEnv?: KubeEnv;
 }
 
 export interface RunEnv extends HostFacts {
@@ -41,6 +46,7 @@ interface UpOptions extends ObservabilityFlags {
   controlPort: string;
   probeInterval: string;
   refresh?: string;
+  labName: string;
 }
 
 export function registerUpCommand(
@@ -55,16 +61,25 @@ export function registerUpCommand(
       "run a folder of manifests on this machine — pods, node agents, health checks and the LB — with a live view",
     )
     .option("-f, --filename <dir>", "folder of manifests (default: the bundled examples/quickstart)")
-    .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
-    .option("--duration <seconds>", "stop by itself after this many seconds")
+    .option(
+      "--dataplane <mode>",
+      "auto or userspace (loopback, no root), or nftables (the kernel data plane in a network-namespace lab: root, nft, ip)",
+      "auto",
+    )
+    .option("--duration <seconds>", "stop by itself after this many seconds (after the start)")
     .option("--once", "start, show the view once, stop")
     .option(
       "--control-port <port>",
       "127.0.0.1 port of the status endpoint and single-instance check",
       String(DEFAULT_CONTROL_PORT),
     )
-    .option("--probe-interval <ms>", "health probe interval in milliseconds (plans say GKE's 8 s)", "1000")
-    .option("--refresh <seconds>", "live view period (default 1 on a terminal, 5 otherwise)");
+    .option(
+      "--probe-interval <ms>",
+      "userspace: health probe interval in milliseconds (plans say GKE's 8 s)",
+      "1000",
+    )
+    .option("--refresh <seconds>", "live view period (default 1 on a terminal, 5 otherwise)")
+    .option("--lab-name <name>", "nftables: the lab's name (namespaces plb-<name>-*)", "up");
   // JSON logs at warn by default: the live view is the human output
   addObservabilityOptions(command, "127.0.0.1:9797", "warn").action(async (opts: UpOptions) => {
     setExitCode(await runUp(opts, io, env));
@@ -83,19 +98,10 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     requested,
   });
   if (!choice.ok) {
-    io.stderr(`error: ${choice.reason}\n`);
+    io.stderr(
+      `error: ${choice.reason}: passlb up --dataplane nftables builds the network-namespace lab (docs/lab.md); without root, plain passlb up runs the same folder on the userspace proxy\n`,
+    );
     return 1;
-  }
-  let reason = choice.reason;
-  if (choice.dataplane === "nftables") {
-    if (requested === "nftables") {
-      io.stderr(
-        "error: passlb up runs the userspace proxy only; the same example runs on the kernel data plane in the network-namespace lab: passlb lab up -f examples/lab/topology.yaml (docs/lab.md)\n",
-      );
-      return 1;
-    }
-    reason =
-      "auto: passlb up runs the userspace proxy (for the kernel data plane: passlb lab up -f examples/lab/topology.yaml)";
   }
   const dir = opts.filename ?? BUNDLED_EXAMPLE;
   const port = Number(opts.controlPort);
@@ -111,6 +117,17 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     io.stderr("error: --control-port, --probe-interval or --duration is not a valid number\n");
     return 2;
   }
+  if (requested === "nftables") {
+    if (!/^[a-z0-9]{1,8}$/.test(opts.labName)) {
+      io.stderr("error: --lab-name must be 1-8 lower-case letters or digits\n");
+      return 2;
+    }
+    return runUpLab({ ...opts, dir, port, duration, labName: opts.labName }, io, env);
+  }
+  let reason = choice.reason;
+  // auto runs the userspace proxy here; the kernel path runs in the lab (--dataplane nftables)
+  if (choice.dataplane === "nftables")
+    reason = "auto: passlb up runs the userspace proxy unless --dataplane nftables asks for the lab";
   const obs = await startObservability(opts, {
     io,
     process: "passlb up",
@@ -157,6 +174,9 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   const signal = env.shutdownSignal();
   io.stdout(`passlb up: data plane userspace (${reason}); folder ${dir}\n`);
   io.stdout(
+    "  as root with nft, passlb up --dataplane nftables runs the same folder on the kernel data plane in the network-namespace lab\n",
+  );
+  io.stdout(
     "  addresses are rewritten to loopback: VIPs 127.0.1.x, nodes 127.0.2.x, pods 127.0.3.x, clients 127.0.4.x; ports < 1024 + 8000\n",
   );
   const started = await run.start();
@@ -191,28 +211,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     // on a terminal the view is redrawn in place, with the try lines kept on top
     io.stdout(tty ? `\x1b[H\x1b[J${tryText}\n${renderLiveView(state)}` : renderLiveLines(state));
   };
-  await new Promise<void>((resolve) => {
-    const timers: Array<ReturnType<typeof setTimeout>> = [];
-    const finish = () => {
-      for (const t of timers) clearTimeout(t);
-      clearInterval(view);
-      signal.removeEventListener("abort", finish);
-      resolve();
-    };
-    const view = setInterval(draw, Math.max(200, refreshMs));
-    if (opts.once) {
-      view.unref();
-      timers.push(
-        setTimeout(() => {
-          draw();
-          finish();
-        }, 3000),
-      );
-    }
-    if (duration !== undefined) timers.push(setTimeout(finish, duration * 1000));
-    if (signal.aborted) finish();
-    else signal.addEventListener("abort", finish, { once: true });
-  });
+  await runViewLoop({ draw, refreshMs, once: opts.once === true, duration, signal });
   await run.close();
   await obs.close();
   await control.server.close();

@@ -10,18 +10,13 @@
  */
 import { type FSWatcher, watch } from "node:fs";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
-import type { Snapshot } from "../k8s/snapshot.ts";
 import { readManifests } from "./manifest-files.ts";
+import type { SnapshotSource, SourceHandlers, SourceRead } from "./snapshot-source.ts";
 
-export type FolderRead =
-  | { readonly ok: true; readonly snapshot: Snapshot; readonly notices: readonly string[] }
-  | { readonly ok: false; readonly problems: readonly string[] };
-
-export interface FolderHandlers {
-  /** something changed and a read is coming */
-  readonly onChange: () => void;
-  readonly onRead: (read: FolderRead) => void | Promise<void>;
-}
+/** A folder read is all or nothing: any problem makes it not ok (the agent and `passlb lb`
+ * keep their last good state then). */
+export type FolderRead = SourceRead;
+export type FolderHandlers = SourceHandlers;
 
 export interface FolderOptions {
   readonly path: string;
@@ -29,7 +24,7 @@ export interface FolderOptions {
   readonly debounceMs: number;
 }
 
-export class ManifestFolderSource {
+export class ManifestFolderSource implements SnapshotSource {
   readonly #options: FolderOptions;
   #watcher: FSWatcher | undefined;
   #debounce: ReturnType<typeof setTimeout> | undefined;
@@ -103,7 +98,7 @@ async function readFolder(path: string): Promise<FolderRead> {
     const decoded = decodeDocuments(read.documents);
     const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
     if (problems.length > 0) return { ok: false, problems };
-    return { ok: true, snapshot: decoded.snapshot, notices: decoded.notices };
+    return { ok: true, snapshot: decoded.snapshot, notices: decoded.notices, problems: [] };
   } catch (e) {
     return { ok: false, problems: [(e as Error).message] };
   }

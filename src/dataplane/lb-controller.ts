@@ -51,6 +51,8 @@ export interface LbControllerOptions {
   /** monotonic milliseconds, for event timings only */
   readonly now: () => number;
   readonly sizeFor?: (backends: number) => number;
+  /** where VIPs come from (planner.ts PlanOptions): `status` on an LB host in Kubernetes mode */
+  readonly vipSource?: "ipam" | "status";
   readonly debounceMs?: number;
   readonly driftCheckMs?: number;
   readonly elementCheckEvery?: number;
@@ -86,6 +88,7 @@ export class LbController {
     this.#forwardings = new LbForwardings({
       seed: options.seed,
       ...(options.sizeFor && { sizeFor: options.sizeFor }),
+      ...(options.vipSource && { vipSource: options.vipSource }),
       onKept: (service, reason) => options.onEvent?.({ kind: "kept_last_good", service, reason }),
     });
   }

@@ -35,6 +35,8 @@ import { type MaglevInput, type MaglevTable, maglevTable } from "./maglev.ts";
 export interface LbForwardingsOptions {
   readonly seed: number;
   readonly sizeFor?: (backends: number) => number;
+  /** where VIPs come from (planner.ts PlanOptions): `status` on an LB host in Kubernetes mode */
+  readonly vipSource?: "ipam" | "status";
   /** a Service kept its last good forwarding (its plan has errors, or building failed) */
   readonly onKept?: (service: string, reason: string) => void;
 }
@@ -71,12 +73,13 @@ export class LbForwardings {
     health: HealthLookup,
     healthVersion?: number,
   ): ServiceForwarding[] {
-    let { plans } = planSnapshot(snapshot, { previous: this.#plans }, this.#planCache);
+    const vipSource = this.#o.vipSource ?? "ipam";
+    let { plans } = planSnapshot(snapshot, { previous: this.#plans, vipSource }, this.#planCache);
     if (this.#plans.size === 0 && plans.length > 0) {
       // first pass: plan once more with these plans as the previous ones, so the planner's
       // memo (keyed on the previous plan) settles now rather than on the next change
       this.#plans = new Map(plans.map((p) => [p.service, p]));
-      plans = planSnapshot(snapshot, { previous: this.#plans }, this.#planCache).plans;
+      plans = planSnapshot(snapshot, { previous: this.#plans, vipSource }, this.#planCache).plans;
     }
     const healthSame = healthVersion !== undefined && healthVersion === this.#healthVersion;
     this.#healthVersion = healthVersion;

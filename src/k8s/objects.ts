@@ -261,7 +261,7 @@ export const NamespaceSchema = z.looseObject({
 });
 export type Namespace = z.infer<typeof NamespaceSchema>;
 
-const LabelSelectorSchema = z.looseObject({
+export const LabelSelectorSchema = z.looseObject({
   matchLabels: labels.optional(),
   matchExpressions: z
     .array(

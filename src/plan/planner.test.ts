@@ -4,6 +4,7 @@ import fc from "fast-check";
 import type { EndpointSlice, Node, Service } from "../k8s/objects.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../k8s/snapshot.ts";
 import { createPlanCache, planSnapshot } from "./planner.ts";
+import { withStatusAddresses } from "./status-vips.ts";
 
 const node = (i: number, zone: string): Node => ({
   apiVersion: "v1",
@@ -160,4 +161,37 @@ test("property: planning slice changes incrementally gives the same plans as pla
     }),
     { numRuns: 60 },
   );
+});
+
+test("vipSource status: VIPs only from status (no pool needed, no allocation); withStatusAddresses leaves the rest out", () => {
+  const withStatus = (name: string, ips: string[]): Service => ({
+    ...service(name, "Cluster"),
+    status: { loadBalancer: { ingress: ips.map((ip) => ({ ip })) } },
+  });
+  const a = withStatus("a", ["192.0.2.77"]); // in no pool: kept anyway, the controller chose it
+  const b = withStatus("b", []);
+  const c = withStatus("c", ["2001:db8::1", "198.51.100.9"]); // IPv4 single-stack: the IPv4 one
+  const snap = snapshot([a, b, c], []);
+  const ipam = planSnapshot(snap).plans;
+  assert.equal(ipam.find((p) => p.service === "ns/b")?.vips[0]?.source, "allocated", "ipam allocates");
+  const plans = planSnapshot(snap, { vipSource: "status" }).plans;
+  const vips = Object.fromEntries(
+    plans.map((p) => [p.service, p.vips.map((v) => `${v.address} ${v.source}`)]),
+  );
+  assert.deepEqual(vips, {
+    "ns/a": ["192.0.2.77 status"],
+    "ns/b": [],
+    "ns/c": ["198.51.100.9 status"],
+  });
+  const filtered = withStatusAddresses(snap);
+  assert.deepEqual(filtered.waiting, ["ns/b"]);
+  assert.deepEqual(
+    filtered.snapshot.services.map((s) => s.metadata.name),
+    ["a", "c"],
+  );
+  const clean = snapshot([a], []);
+  assert.equal(withStatusAddresses(clean).snapshot, clean, "nothing left out: the same snapshot");
+  // a non-owned Service without status is not "waiting": it is not passlb's
+  const other = { ...b, spec: { ...b.spec, loadBalancerClass: "example.com/other" } };
+  assert.deepEqual(withStatusAddresses(snapshot([other], [])).waiting, []);
 });

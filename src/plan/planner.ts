@@ -18,6 +18,7 @@ import type { LoadBalancerPlan } from "./load-balancer-plan.ts";
 import { type NodeTable, nodeTable } from "./node-table.ts";
 import { serviceOwnership } from "./ownership.ts";
 import { planService } from "./service-plan.ts";
+import { statusVips } from "./status-vips.ts";
 import { nameHash } from "./subset.ts";
 
 export interface PlanOptions {
@@ -25,6 +26,12 @@ export interface PlanOptions {
   readonly previous?: ReadonlyMap<string, LoadBalancerPlan>;
   /** `Proxy` when a userspace proxy carries the traffic (Kubernetes' ipMode) */
   readonly ipMode?: "VIP" | "Proxy";
+  /**
+   * Where VIPs come from: `ipam` (default) runs address management over the pools;
+   * `status` takes them from status.loadBalancer.ingress only (an LB host in Kubernetes
+   * mode, where the controller assigns them: status-vips.ts).
+   */
+  readonly vipSource?: "ipam" | "status";
 }
 
 export interface SkippedService {
@@ -54,6 +61,7 @@ export interface PlanCache {
   services?: {
     input: Snapshot["services"];
     config: PasslbConfigSpec;
+    vipSource: "ipam" | "status";
     owned: Service[];
     byKey: Map<string, Service>;
     skipped: SkippedService[];
@@ -70,6 +78,7 @@ export interface PlanCache {
     slices: Snapshot["endpointSlices"];
     previous: PlanOptions["previous"];
     ipMode: string;
+    vipSource: "ipam" | "status";
     result: PlanResult;
     /** `namespace/name` → index in result.plans */
     index: Map<string, number>;
@@ -88,6 +97,7 @@ export function planSnapshot(
   cache: PlanCache = createPlanCache(),
 ): PlanResult {
   const ipMode = options.ipMode ?? "VIP";
+  const vipSource = options.vipSource ?? "ipam";
   const last = cache.last;
   if (
     last &&
@@ -96,7 +106,8 @@ export function planSnapshot(
     last.services === snapshot.services &&
     last.config === snapshot.config &&
     last.previous === options.previous &&
-    last.ipMode === ipMode
+    last.ipMode === ipMode &&
+    last.vipSource === vipSource
   ) {
     if (last.slices === snapshot.endpointSlices) return last.result;
     const changed = patchSliceGroups(last.slices, snapshot.endpointSlices, cache.slices.byService);
@@ -116,11 +127,16 @@ export function planSnapshot(
 
   if (cache.nodes?.input !== snapshot.nodes)
     cache.nodes = { input: snapshot.nodes, table: nodeTable(snapshot.nodes) };
-  if (cache.services?.input !== snapshot.services || cache.services.config !== snapshot.config)
+  if (
+    cache.services?.input !== snapshot.services ||
+    cache.services.config !== snapshot.config ||
+    cache.services.vipSource !== vipSource
+  )
     cache.services = {
       input: snapshot.services,
       config: snapshot.config,
-      ...servicesStep(snapshot.services, snapshot.config),
+      vipSource,
+      ...servicesStep(snapshot.services, snapshot.config, vipSource),
     };
   if (cache.slices?.input !== snapshot.endpointSlices)
     cache.slices = { input: snapshot.endpointSlices, byService: slicesByService(snapshot.endpointSlices) };
@@ -141,6 +157,7 @@ export function planSnapshot(
     slices: snapshot.endpointSlices,
     previous: options.previous,
     ipMode,
+    vipSource,
     result,
     index,
   };
@@ -231,7 +248,7 @@ function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {
   return true;
 }
 
-function servicesStep(services: readonly Service[], config: PasslbConfigSpec) {
+function servicesStep(services: readonly Service[], config: PasslbConfigSpec, vipSource: "ipam" | "status") {
   const owned: Service[] = [];
   const skipped: SkippedService[] = [];
   for (const svc of services) {
@@ -243,7 +260,8 @@ function servicesStep(services: readonly Service[], config: PasslbConfigSpec) {
   const byName = (a: Service, b: Service) => compare(objectKey(a.metadata), objectKey(b.metadata));
   owned.sort(byName);
   skipped.sort((a, b) => compare(a.service, b.service));
-  const vips = assignVips(owned, addressPools(config.pools));
+  const pools = addressPools(config.pools);
+  const vips = vipSource === "status" ? statusVips(owned, pools) : assignVips(owned, pools);
   const byKey = new Map(owned.map((s) => [objectKey(s.metadata), s]));
   return { owned, byKey, skipped, vips, hcnp: allocateHealthCheckNodePorts(services, owned, config) };
 }

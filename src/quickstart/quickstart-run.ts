@@ -1,7 +1,8 @@
 /**
  * Adapter: everything `passlb up` runs in one process, for a folder of manifests — the
- * echo pods, one userspace node proxy (agent) per node, the health prober and the
- * userspace LB — after the loopback rewrite (loopback-rewrite.ts). The folder is polled:
+ * echo pods, one userspace node proxy (agent) per node with the agent's kube-proxy-compatible
+ * health servers (src/health/health-servers.ts: /healthz, /livez, healthCheckNodePorts),
+ * the health prober and the userspace LB — after the loopback rewrite (loopback-rewrite.ts). The folder is polled:
  * when a file changes, the whole folder is read again and every part is brought to the new
  * desired state (level-triggered); input with problems keeps the last good state running.
  *
@@ -15,10 +16,13 @@ import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
 import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
 import { type LbEvent, UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
+import { realClock } from "../health/clock.ts";
+import { HealthServers } from "../health/health-servers.ts";
+import { agentHealthModel } from "../health/state-agent-model.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
-import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
+import type { Finding, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import type { Observer } from "../web/observer.ts";
 import { poolUsage } from "../web/pool-usage.ts";
@@ -51,6 +55,19 @@ export interface QuickstartStart {
 }
 
 const MAX_EVENTS = 6;
+/** kube-proxy's health port (--healthz-bind-address :10256), on each node's loopback address */
+const PROXY_HEALTHZ_PORT = 10256;
+/** the agents' health answers go stale (503) this long after the folder was last applied,
+ * as kube-proxy's do after 2 × its sync period; the folder poll refreshes them */
+const HEALTH_TIMEOUT_MS = 60_000;
+
+interface Agent {
+  readonly proxy: NodeProxy;
+  readonly health: HealthServers;
+  readonly address: string;
+  /** bind failures reported by the health servers since the last update */
+  readonly failures: Finding[];
+}
 
 export class QuickstartRun {
   readonly #o: QuickstartOptions;
@@ -59,7 +76,7 @@ export class QuickstartRun {
   readonly #lb: UserspaceLb;
   readonly #prober: ProberHealth;
   readonly #pods = new EchoPods();
-  readonly #agents = new Map<string, { proxy: NodeProxy; address: string }>();
+  readonly #agents = new Map<string, Agent>();
   readonly #stopped = new Set<string>();
   readonly #recent: RecentConnections;
   readonly #cache = createPlanCache();
@@ -119,6 +136,7 @@ export class QuickstartRun {
       const a = this.#agents.get(node);
       this.#agents.delete(node);
       await a?.proxy.close();
+      await a?.health.close();
       this.#event(`agent on ${node} stopped`, "agent_stopped", "warning");
     });
   }
@@ -142,7 +160,7 @@ export class QuickstartRun {
     await this.#busy.catch(() => {});
     await this.#prober.close();
     await this.#lb.close();
-    await Promise.all([...this.#agents.values()].map((a) => a.proxy.close()));
+    await Promise.all([...this.#agents.values()].flatMap((a) => [a.proxy.close(), a.health.close()]));
     this.#agents.clear();
     await this.#pods.close();
   }
@@ -246,9 +264,14 @@ export class QuickstartRun {
 
   async #checkFolder(force = false): Promise<void> {
     const sig = await this.#folderSignature().catch(() => "");
-    if (!force && sig === this.#signature) return;
+    if (!force && sig === this.#signature) {
+      // the agents' rules still match the folder: a successful sync, as kube-proxy's periodic one
+      for (const a of this.#agents.values()) a.health.markUpdated("IPv4");
+      return;
+    }
     const loaded = await this.#load();
     if (!loaded.snapshot) {
+      for (const a of this.#agents.values()) a.health.markQueued("IPv4");
       this.#event(
         `folder has problems; keeping the last good state: ${loaded.errors[0] ?? ""}`,
         "input_read",
@@ -300,6 +323,7 @@ export class QuickstartRun {
       if (wanted.get(name) !== a.address) {
         this.#agents.delete(name);
         await a.proxy.close();
+        await a.health.close();
       }
     for (const [name, address] of wanted) {
       let a = this.#agents.get(name);
@@ -317,10 +341,24 @@ export class QuickstartRun {
               this.#recent.record(e.service, e.pod, this.#now());
           },
         });
-        a = { proxy, address };
+        const failures: Finding[] = [];
+        const health = new HealthServers({
+          clock: realClock(),
+          healthz: { host: address, port: PROXY_HEALTHZ_PORT },
+          serviceHost: address,
+          healthTimeoutMs: HEALTH_TIMEOUT_MS,
+          onFinding: (f) => {
+            failures.push(f);
+            this.#o.observer?.finding(f);
+          },
+        });
+        a = { proxy, health, address, failures };
         this.#agents.set(name, a);
       }
       errors.push(...(await a.proxy.update(nodePortRoutes(snapshot, name))));
+      await a.health.update(agentHealthModel(snapshot, name));
+      a.health.markUpdated("IPv4");
+      errors.push(...a.failures.splice(0).map((f) => `${f.subject}: ${f.message}`));
     }
     return errors;
   }

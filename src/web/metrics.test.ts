@@ -51,6 +51,8 @@ test("facade calls show up in the exposition", async () => {
   metrics.nodeTraffic("node-a", 10, 1000);
   metrics.nodeTraffic("node-a", 15, 1500);
   metrics.nodeTraffic("node-a", 3, 300); // the kernel counter was recreated
+  metrics.kubeWatchRestart("services", "expired");
+  metrics.kubeWatchRestart("services", "expired");
   const text = await metrics.text();
   assert.match(text, /passlb_node_forwarded_packets_total\{node="node-a"\} 18/);
   assert.match(text, /passlb_node_forwarded_bytes_total\{node="node-a"\} 1800/);
@@ -61,6 +63,7 @@ test("facade calls show up in the exposition", async () => {
   assert.match(text, /passlb_connections_total\{service="default\/web",node="node-b"\} 7/);
   assert.match(text, /passlb_bytes_total\{service="default\/web",node="node-a",direction="to_client"\} 1500/);
   assert.match(text, /passlb_ip_pool_addresses_used\{pool="default",family="IPv4"\} 3/);
+  assert.match(text, /passlb_kube_watch_restarts_total\{resource="services",reason="expired"\} 2/);
 });
 
 test("observeForwarding: backends by state, weights, and Maglev rebuilds with slots moved", async () => {

@@ -154,9 +154,9 @@ function define(registry: Registry) {
       registers: r,
     }),
     watchRestarts: new Counter({
-      name: "passlb_watch_restarts_total",
-      help: "Kubernetes API watches (or manifest folder reads) restarted after an error, by resource.",
-      labelNames: ["resource"] as const,
+      name: "passlb_kube_watch_restarts_total",
+      help: "Kubernetes API list+watch loops started over, by resource and reason (closed, expired, error).",
+      labelNames: ["resource", "reason"] as const,
       registers: r,
     }),
     poolSize: new Gauge({
@@ -252,8 +252,10 @@ export class Metrics {
     this.#m.reconciles.inc({ controller, outcome });
   }
 
-  watchRestart(resource: string): void {
-    this.#m.watchRestarts.inc({ resource });
+  /** a Kubernetes list+watch loop started over: `closed` by the server, `expired` (410 Gone,
+   * relisted) or after an `error` (backoff) */
+  kubeWatchRestart(resource: string, reason: "closed" | "expired" | "error"): void {
+    this.#m.watchRestarts.inc({ resource, reason });
   }
 
   ipPool(pool: string, family: string, size: number, used: number): void {

@@ -63,6 +63,14 @@ test("passlb up starts the example, serves traffic, refuses a second instance an
   assert.match(a.pod, /^demo\/web-\d$/);
   assert.match(a.client, /^127\.0\.0\.1:/);
 
+  // the node agents run the kube-proxy-compatible health servers (src/health/health-servers.ts):
+  // /livez exists there, and a Local Service's healthCheckNodePort sends the weight header
+  const livez = await fetch("http://127.0.2.11:10256/livez");
+  assert.equal(livez.status, 200);
+  const hc = await fetch("http://127.0.2.11:32100/");
+  assert.equal(hc.status, 200);
+  assert.equal(hc.headers.get("x-load-balancing-endpoint-weight"), "3");
+
   const second = start(["--duration", "5"]);
   assert.equal(await second.exited, 1);
   assert.match(second.out(), /already running/);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { readManifests } from "../../cluster/manifest-files.ts";
+import { agentHealthModel } from "../../health/state-agent-model.ts";
 import { decodeDocuments } from "../../k8s/decode.ts";
 import { nodePortRoutes } from "./node-port-routes.ts";
 
@@ -33,11 +34,14 @@ test("Local sends only to this node's ready pods; Cluster to any ready pod", asy
   const dns = n1.routes.find((r) => r.service === "t/dns")!;
   assert.equal(dns.protocol, "UDP");
   assert.equal(dns.nodePort, 30054);
-  // a node without local web pods routes nothing for web, and its health check says 0
+  // a node without local web pods routes nothing for web, and its health check (the
+  // agent's health model, which the userspace agents serve) says 0
   const n3 = nodePortRoutes(s, "n3");
   assert.deepEqual(n3.routes.find((r) => r.service === "t/web")!.targets, []);
-  assert.deepEqual(n3.health, [{ service: "t/web", port: 32200, localEndpoints: 0 }]);
-  assert.deepEqual(n1.health, [{ service: "t/web", port: 32200, localEndpoints: 3 }]);
+  const healthOf = (node: string) =>
+    agentHealthModel(s, node).services.map((x) => [x.name, x.port, x.localEndpoints]);
+  assert.deepEqual(healthOf("n3"), [["web", 32200, 0]]);
+  assert.deepEqual(healthOf("n1"), [["web", 32200, 3]]);
 });
 
 test("an unready local endpoint is not a target and does not count", async () => {
@@ -54,10 +58,11 @@ test("an unready local endpoint is not a target and does not count", async () =>
           ),
         },
   );
-  const n1 = nodePortRoutes({ ...s, endpointSlices: slices }, "n1");
+  const changed = { ...s, endpointSlices: slices };
+  const n1 = nodePortRoutes(changed, "n1");
   assert.deepEqual(
     n1.routes.find((r) => r.service === "t/web")!.targets.map((t) => t.pod),
     ["t/web-2", "t/web-3"],
   );
-  assert.equal(n1.health[0]!.localEndpoints, 2);
+  assert.equal(agentHealthModel(changed, "n1").services[0]!.localEndpoints, 2);
 });

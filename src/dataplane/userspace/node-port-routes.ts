@@ -1,7 +1,7 @@
 /**
  * What a node's userspace proxy serves, from a Snapshot: per nodePort of every Service
- * that has one, the pods a new connection may go to, and per externalTrafficPolicy Local
- * Service the answer of its healthCheckNodePort.
+ * that has one, the pods a new connection may go to. The node's health answers are not
+ * here: src/health/state-agent-model.ts computes them for the real health servers.
  *
  * Rules (kube-proxy; specs/endpointslice.md §3.3 and §4, DESIGN.md "Semantics"):
  *   - endpoints are the merged slices of the Service (endpoints/merge.ts), split by
@@ -9,13 +9,11 @@
  *   - externalTrafficPolicy Local: only this node's ready endpoints (or, when none, its
  *     serving-terminating ones); the client address is kept;
  *   - Cluster (the default): any ready endpoint in the cluster; the node stands in for the
- *     client (kube-proxy masquerades external traffic under Cluster);
- *   - the health check node port answers the count of this node's ready endpoints
- *     (localReadyEndpointCount), healthy iff it is above 0.
+ *     client (kube-proxy masquerades external traffic under Cluster).
  * Pure: a Snapshot and a node name in, data out.
  */
 import { categorizeEndpoints } from "../../endpoints/categorize.ts";
-import { localReadyEndpointCount, mergeServiceEndpoints, slicesByService } from "../../endpoints/merge.ts";
+import { mergeServiceEndpoints, slicesByService } from "../../endpoints/merge.ts";
 import { objectKey, type Snapshot } from "../../k8s/snapshot.ts";
 import { LEGACY_ZONE_LABEL, ZONE_LABEL } from "../../plan/node-facts.ts";
 
@@ -37,17 +35,10 @@ export interface NodePortRoute {
   readonly targets: readonly PodTarget[];
 }
 
-export interface ServiceHealthAnswer {
-  readonly service: string;
-  readonly port: number;
-  readonly localEndpoints: number;
-}
-
 export interface NodeRoutes {
   readonly node: string;
   readonly zone: string | undefined;
   readonly routes: readonly NodePortRoute[];
-  readonly health: readonly ServiceHealthAnswer[];
 }
 
 export function nodePortRoutes(snapshot: Snapshot, node: string): NodeRoutes {
@@ -56,19 +47,12 @@ export function nodePortRoutes(snapshot: Snapshot, node: string): NodeRoutes {
   const zone = labels[ZONE_LABEL] ?? labels[LEGACY_ZONE_LABEL];
   const bySvc = slicesByService(snapshot.endpointSlices);
   const routes: NodePortRoute[] = [];
-  const health: ServiceHealthAnswer[] = [];
   for (const svc of snapshot.services) {
     const type = svc.spec.type;
     if (type !== "NodePort" && type !== "LoadBalancer") continue;
     const key = objectKey(svc.metadata);
     const { ports } = mergeServiceEndpoints(bySvc.get(key) ?? []);
     const policy = svc.spec.externalTrafficPolicy ?? "Cluster";
-    if (policy === "Local" && type === "LoadBalancer" && svc.spec.healthCheckNodePort)
-      health.push({
-        service: key,
-        port: svc.spec.healthCheckNodePort,
-        localEndpoints: localReadyEndpointCount(ports, node),
-      });
     for (const sp of svc.spec.ports) {
       if (!sp.nodePort || sp.protocol === "SCTP") continue;
       const merged = ports.find((p) => p.name === (sp.name ?? "") && p.protocol === sp.protocol);
@@ -85,6 +69,5 @@ export function nodePortRoutes(snapshot: Snapshot, node: string): NodeRoutes {
     }
   }
   routes.sort((a, b) => a.nodePort - b.nodePort || (a.protocol < b.protocol ? -1 : 1));
-  health.sort((a, b) => a.port - b.port);
-  return { node, zone, routes, health };
+  return { node, zone, routes };
 }

@@ -2,7 +2,8 @@
  * Adapter: `passlb agent --dataplane userspace` — the node side in userspace mode. Listens
  * on the node address at every nodePort (TCP and UDP) and sends each new connection or
  * flow to a pod chosen among the targets node-port-routes.ts allows under the Service's
- * externalTrafficPolicy; serves the node's health answers (node-health-servers.ts).
+ * externalTrafficPolicy. The node's health answers are the agent's own kube-proxy-compatible
+ * servers (src/health/health-servers.ts), run beside it.
  *
  * - Pod choice: the flow hash (5-tuple, or the client address under ClientIP affinity)
  *   modulo the number of targets, so one client sticks to one pod while the pods stay.
@@ -14,7 +15,6 @@
  */
 import type { Server, Socket } from "node:net";
 import { flowHash } from "../maglev-flow-hash.ts";
-import { NodeHealthServers } from "./node-health-servers.ts";
 import type { NodePortRoute, NodeRoutes, PodTarget } from "./node-port-routes.ts";
 import { decodeProxyV2, encodeProxyV2 } from "./proxy-protocol.ts";
 import {
@@ -44,9 +44,6 @@ export interface NodeProxyOptions {
   readonly sendProxyProtocol?: boolean;
   readonly udpIdleMs?: number;
   readonly connectTimeoutMs?: number;
-  readonly healthzPort?: number;
-  /** serve the node's health answers too (off when the agent's own health servers run) */
-  readonly serveHealth?: boolean;
   readonly now?: () => number;
   readonly onEvent?: (e: NodeProxyEvent) => void;
 }
@@ -62,16 +59,11 @@ export class NodeProxy {
   readonly #now: () => number;
   readonly #listeners = new Map<string, Listening>();
   readonly #sockets: SocketSet = new Set();
-  readonly #health: NodeHealthServers;
   #closed = false;
 
   constructor(options: NodeProxyOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
-    this.#health = new NodeHealthServers({
-      address: options.address,
-      ...(options.healthzPort === undefined ? {} : { healthzPort: options.healthzPort }),
-    });
   }
 
   get openSockets(): number {
@@ -81,7 +73,7 @@ export class NodeProxy {
   /** Level-triggered: opens, updates and closes listeners to match. Returns bind errors. */
   async update(state: NodeRoutes): Promise<string[]> {
     if (this.#closed) return [];
-    const errors = this.#o.serveHealth === false ? [] : await this.#health.update(state.health);
+    const errors: string[] = [];
     const wanted = new Map(state.routes.map((r) => [`${r.protocol}/${r.nodePort}`, r]));
     for (const [key, l] of this.#listeners)
       if (!wanted.has(key)) {
@@ -118,7 +110,6 @@ export class NodeProxy {
         if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
       }),
     );
-    await this.#health.close();
   }
 
   #pick(route: NodePortRoute, client: string, clientPort: number): PodTarget | undefined {

@@ -1,0 +1,310 @@
+/**
+ * Adapter: the Kubernetes API server as a live SnapshotSource (issue #8 §1). One
+ * ResourceReflector (list + watch, kube-watch.ts) per resource — Services,
+ * EndpointSlices, Nodes, Namespaces; Pods only when asked (a consumer that computes
+ * EndpointSlices itself), LoadBalancerIPPools when asked (their pools join config.pools).
+ *
+ * - Level-triggered and debounced: any change pokes a Debouncer (100 ms quiet, 1 s at
+ *   most by default), which builds the whole Snapshot and hands it to `onRead`; a burst of
+ *   a thousand updates is a handful of reads. `onChange` fires at once for every change.
+ * - The first read waits until every resource has been listed once.
+ * - Decoded at the boundary by our schemas (k8s/decode.ts, one object at a time): an
+ *   object that fails is left out and reported (`Service ns/name: field: message`) in the
+ *   read's `problems`; the others are unaffected.
+ * - Unchanged objects keep their decoded identity and unchanged kinds their array, so the
+ *   planner's memo (object identity) re-plans only what changed.
+ * - API server away: the reflectors back off and retry; no read is produced, so the
+ *   consumer keeps its last snapshot; when they are back the next read is the new truth.
+ *
+ * Deliberately not: Endpoints (passlb reads EndpointSlices; the snapshot's endpoints stay
+ * empty), writing anything, namespace or label filtering.
+ */
+import type { Clock } from "../health/clock.ts";
+import { decodeDocuments, formatPath, type InputProblem } from "../k8s/decode.ts";
+import {
+  type LoadBalancerIPPool,
+  LoadBalancerIPPoolSchema,
+  POOL_API_VERSION,
+  POOL_KIND,
+  poolOf,
+} from "../k8s/load-balancer-ip-pool.ts";
+import type { PasslbConfigSpec } from "../k8s/objects.ts";
+import { DEFAULT_CONFIG, type Snapshot } from "../k8s/snapshot.ts";
+import { DEFAULT_DEBOUNCE, type DebounceOptions, Debouncer } from "./debouncer.ts";
+import type { KubeTransport } from "./kube-transport.ts";
+import {
+  type BackoffOptions,
+  type RawObject,
+  ResourceReflector,
+  type RestartReason,
+  type WatchState,
+} from "./kube-watch.ts";
+import type { SnapshotSource, SourceHandlers, SourceRead } from "./snapshot-source.ts";
+
+export type KubeResourceName =
+  | "services"
+  | "endpointslices"
+  | "nodes"
+  | "namespaces"
+  | "pods"
+  | "loadbalancerippools";
+
+interface ResourceInfo {
+  readonly path: string;
+  readonly kind: string;
+  readonly apiVersion: string;
+  readonly snapshotField?: "services" | "endpointSlices" | "nodes" | "namespaces" | "pods";
+}
+
+export const KUBE_RESOURCES: Readonly<Record<KubeResourceName, ResourceInfo>> = {
+  services: { path: "/api/v1/services", kind: "Service", apiVersion: "v1", snapshotField: "services" },
+  endpointslices: {
+    path: "/apis/discovery.k8s.io/v1/endpointslices",
+    kind: "EndpointSlice",
+    apiVersion: "discovery.k8s.io/v1",
+    snapshotField: "endpointSlices",
+  },
+  nodes: { path: "/api/v1/nodes", kind: "Node", apiVersion: "v1", snapshotField: "nodes" },
+  namespaces: {
+    path: "/api/v1/namespaces",
+    kind: "Namespace",
+    apiVersion: "v1",
+    snapshotField: "namespaces",
+  },
+  pods: { path: "/api/v1/pods", kind: "Pod", apiVersion: "v1", snapshotField: "pods" },
+  loadbalancerippools: {
+    path: `/apis/${POOL_API_VERSION}/loadbalancerippools`,
+    kind: POOL_KIND,
+    apiVersion: POOL_API_VERSION,
+  },
+};
+
+export interface KubeSourceOptions {
+  readonly transport: KubeTransport;
+  readonly clock: Clock;
+  /** in [0, 1): backoff and watch-timeout jitter */
+  readonly random: () => number;
+  /** also watch Pods (only when passlb computes EndpointSlices itself) */
+  readonly pods?: boolean;
+  /** also watch LoadBalancerIPPools; their pools follow config.pools in the snapshot */
+  readonly pools?: boolean;
+  /** the configuration the snapshot carries (defaultClass, zones, limits); DEFAULT_CONFIG otherwise */
+  readonly config?: PasslbConfigSpec;
+  readonly debounce?: DebounceOptions;
+  readonly backoff?: BackoffOptions;
+  readonly minWatchTimeoutSeconds?: number;
+  readonly onRestart?: (
+    resource: KubeResourceName,
+    reason: RestartReason,
+    detail: string,
+    delayMs: number,
+  ) => void;
+  readonly onState?: (resource: KubeResourceName, state: WatchState, detail: string) => void;
+}
+
+interface Decoded {
+  readonly raw: RawObject;
+  readonly object: unknown;
+  readonly problems: readonly string[];
+}
+
+interface KindCache {
+  version: number;
+  byKey: Map<string, Decoded>;
+  objects: readonly unknown[];
+}
+
+export class KubeSnapshotSource implements SnapshotSource {
+  readonly #o: KubeSourceOptions;
+  readonly #reflectors = new Map<KubeResourceName, ResourceReflector>();
+  readonly #caches = new Map<KubeResourceName, KindCache>();
+  readonly #debouncer: Debouncer;
+  #handlers: SourceHandlers | undefined;
+  #snapshot: Snapshot | undefined;
+  #pools: readonly LoadBalancerIPPool[] = [];
+  #poolsKey = "";
+  #config: PasslbConfigSpec;
+  #reads = 0;
+  #firstRead: (() => void) | undefined;
+  #closed = false;
+
+  constructor(options: KubeSourceOptions) {
+    this.#o = options;
+    this.#config = options.config ?? DEFAULT_CONFIG;
+    this.#debouncer = new Debouncer(options.clock, options.debounce ?? DEFAULT_DEBOUNCE, () => this.#read());
+    const names: KubeResourceName[] = ["services", "endpointslices", "nodes", "namespaces"];
+    if (options.pods) names.push("pods");
+    if (options.pools) names.push("loadbalancerippools");
+    for (const name of names) {
+      const info = KUBE_RESOURCES[name];
+      this.#reflectors.set(
+        name,
+        new ResourceReflector({
+          resource: name,
+          path: info.path,
+          kind: info.kind,
+          apiVersion: info.apiVersion,
+          transport: options.transport,
+          clock: options.clock,
+          random: options.random,
+          ...(options.backoff && { backoff: options.backoff }),
+          ...(options.minWatchTimeoutSeconds !== undefined && {
+            minWatchTimeoutSeconds: options.minWatchTimeoutSeconds,
+          }),
+          onChange: () => this.#changed(),
+          onRestart: (reason, detail, delay) => options.onRestart?.(name, reason, detail, delay),
+          onState: (state, detail) => options.onState?.(name, state, detail),
+        }),
+      );
+      this.#caches.set(name, { version: -1, byKey: new Map(), objects: [] });
+    }
+  }
+
+  /** Starts every list+watch; resolves after the first read was handled (or on close). */
+  start(handlers: SourceHandlers): Promise<void> {
+    this.#handlers = handlers;
+    const first = new Promise<void>((resolve) => {
+      this.#firstRead = resolve;
+    });
+    for (const r of this.#reflectors.values()) r.start();
+    return first;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const r of this.#reflectors.values()) r.stop();
+    await this.#debouncer.close();
+    this.#firstRead?.();
+  }
+
+  /** The last snapshot handed out, if any. */
+  get snapshot(): Snapshot | undefined {
+    return this.#snapshot;
+  }
+
+  /** The decoded LoadBalancerIPPool objects of the last read (with `pools: true`). */
+  get ipPools(): readonly LoadBalancerIPPool[] {
+    return this.#pools;
+  }
+
+  /** How many reads were handed out (tests count reconciles with it). */
+  get reads(): number {
+    return this.#reads;
+  }
+
+  /** Every resource listed at least once. */
+  get synced(): boolean {
+    return [...this.#reflectors.values()].every((r) => r.synced);
+  }
+
+  /** resource → its watch state, for logs and the dashboard */
+  states(): ReadonlyMap<KubeResourceName, WatchState> {
+    return new Map([...this.#reflectors].map(([name, r]) => [name, r.state]));
+  }
+
+  /** Builds a read now if one is pending (tests; a consumer never needs it). */
+  flush(): Promise<void> {
+    return this.#debouncer.flush();
+  }
+
+  #changed(): void {
+    if (this.#closed) return;
+    if (this.synced) this.#handlers?.onChange();
+    this.#debouncer.poke();
+  }
+
+  async #read(): Promise<void> {
+    if (this.#closed || !this.synced || !this.#handlers) return;
+    const read = this.#build();
+    this.#reads++;
+    try {
+      await this.#handlers.onRead(read);
+    } finally {
+      const first = this.#firstRead;
+      this.#firstRead = undefined;
+      first?.();
+    }
+  }
+
+  #build(): SourceRead {
+    const problems: string[] = [];
+    const fields: Partial<Record<NonNullable<ResourceInfo["snapshotField"]>, readonly unknown[]>> = {};
+    for (const [name, reflector] of this.#reflectors) {
+      const cache = this.#caches.get(name)!;
+      if (cache.version !== reflector.version) this.#refresh(name, reflector, cache);
+      for (const d of cache.byKey.values()) problems.push(...d.problems);
+      const field = KUBE_RESOURCES[name].snapshotField;
+      if (field) fields[field] = cache.objects;
+    }
+    if (this.#reflectors.has("loadbalancerippools")) {
+      const pools = this.#caches.get("loadbalancerippools")!.objects as LoadBalancerIPPool[];
+      const key = JSON.stringify(pools.map((p) => [p.metadata.name, p.spec]));
+      if (key !== this.#poolsKey) {
+        this.#poolsKey = key;
+        this.#pools = pools;
+        const base = this.#o.config ?? DEFAULT_CONFIG;
+        this.#config = { ...base, pools: [...base.pools, ...pools.map(poolOf)] };
+      }
+    }
+    const prev = this.#snapshot;
+    const pick = <T>(field: NonNullable<ResourceInfo["snapshotField"]>, previous: readonly T[] | undefined) =>
+      (fields[field] as readonly T[] | undefined) ?? previous ?? [];
+    const snapshot: Snapshot = {
+      services: pick("services", prev?.services),
+      endpointSlices: pick("endpointSlices", prev?.endpointSlices),
+      nodes: pick("nodes", prev?.nodes),
+      namespaces: pick("namespaces", prev?.namespaces),
+      pods: pick("pods", prev?.pods),
+      endpoints: prev?.endpoints ?? [],
+      config: this.#config,
+    };
+    this.#snapshot = snapshot;
+    problems.sort();
+    return { ok: true, snapshot, notices: [], problems };
+  }
+
+  /** Decodes what changed in one resource; unchanged raw objects keep their decoded object. */
+  #refresh(name: KubeResourceName, reflector: ResourceReflector, cache: KindCache): void {
+    const byKey = new Map<string, Decoded>();
+    const keys = [...reflector.objects.keys()].sort();
+    const objects: unknown[] = [];
+    let same = keys.length === cache.byKey.size;
+    for (const key of keys) {
+      const raw = reflector.objects.get(key)!;
+      const old = cache.byKey.get(key);
+      const d = old && old.raw === raw ? old : decodeOne(name, raw);
+      if (d !== old) same = false;
+      byKey.set(key, d);
+      if (d.object !== undefined) objects.push(d.object);
+    }
+    cache.version = reflector.version;
+    cache.byKey = byKey;
+    if (!same) cache.objects = objects;
+  }
+}
+
+function decodeOne(name: KubeResourceName, raw: RawObject): Decoded {
+  if (name === "loadbalancerippools") {
+    const r = LoadBalancerIPPoolSchema.safeParse(raw);
+    if (r.success) return { raw, object: r.data, problems: [] };
+    const label = `${POOL_KIND} ${raw.metadata.name}`;
+    return {
+      raw,
+      object: undefined,
+      problems: r.error.issues.map((i) => {
+        const path = i.path.filter((p): p is string | number => typeof p !== "symbol");
+        return `${label}: ${path.length > 0 ? `${formatPath(path)}: ` : ""}${i.message}`;
+      }),
+    };
+  }
+  const decoded = decodeDocuments([{ source: "kube-api", index: 1, value: raw }]);
+  if (decoded.problems.length > 0)
+    return { raw, object: undefined, problems: decoded.problems.map(describe) };
+  const field = KUBE_RESOURCES[name].snapshotField!;
+  const object = (decoded.snapshot[field] as readonly unknown[])[0];
+  return { raw, object, problems: [] };
+}
+
+function describe(p: InputProblem): string {
+  return `${p.object}: ${p.path.length > 0 ? `${formatPath(p.path)}: ` : ""}${p.message}`;
+}

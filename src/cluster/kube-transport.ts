@@ -1,0 +1,111 @@
+/**
+ * Adapter: the two requests a list+watch loop makes, over @kubernetes/client-node 1.x.
+ * The KubeConfig supplies the server, TLS and credentials (tokens, client certificates,
+ * exec plugins, refreshed per request); the watch is client-node's Watch (chunked JSON
+ * lines); the list is a plain GET through the same agent and headers, so objects arrive as
+ * the server's JSON — our zod schemas decode them (kube-source.ts), not the generated
+ * model classes (which turn timestamps into Dates and drop unknown fields).
+ *
+ * Deliberately not: pagination of lists (limit/continue), protobuf, retries — the
+ * reflector (kube-watch.ts) owns retry and backoff.
+ */
+import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { type KubeConfig, Watch } from "@kubernetes/client-node";
+import { PasslbError } from "../errors.ts";
+
+export interface ListResult {
+  readonly items: readonly unknown[];
+  readonly resourceVersion: string;
+}
+
+export interface WatchParams {
+  readonly resourceVersion: string;
+  readonly timeoutSeconds: number;
+  readonly allowWatchBookmarks: boolean;
+}
+
+export interface WatchHandle {
+  abort(): void;
+}
+
+export interface KubeTransport {
+  /** GET path (a collection): the items and the list's resourceVersion */
+  list(path: string): Promise<ListResult>;
+  /**
+   * Opens a watch on path; `onEvent` gets each `{type, object}`, `onDone` once when the
+   * stream ends (null: closed by the server; otherwise the error). Rejects or calls onDone
+   * with the error when it cannot be opened.
+   */
+  watch(
+    path: string,
+    params: WatchParams,
+    onEvent: (type: string, object: unknown) => void,
+    onDone: (err: unknown) => void,
+  ): Promise<WatchHandle>;
+}
+
+const LIST_TIMEOUT_MS = 60_000;
+
+export function clientNodeTransport(config: KubeConfig): KubeTransport {
+  const watcher = new Watch(config);
+  return {
+    async list(path) {
+      const server = config.getCurrentCluster()?.server ?? "";
+      const url = new URL(server.replace(/\/$/, "") + path);
+      const opts: RequestOptions & { headers?: Record<string, string> } = { headers: {} };
+      await config.applyToHTTPSOptions(opts);
+      const body = await get(url, opts);
+      const list = JSON.parse(body) as { items?: unknown[]; metadata?: { resourceVersion?: string } };
+      return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? "" };
+    },
+    async watch(path, params, onEvent, onDone) {
+      const query: Record<string, string | number | boolean> = {
+        resourceVersion: params.resourceVersion,
+        allowWatchBookmarks: params.allowWatchBookmarks,
+        timeoutSeconds: params.timeoutSeconds,
+      };
+      const ctrl = await watcher.watch(path, query, (type, object) => onEvent(type, object), onDone);
+      return { abort: () => ctrl.abort() };
+    },
+  };
+}
+
+function get(url: URL, opts: RequestOptions): Promise<string> {
+  const send = url.protocol === "http:" ? httpRequest : httpsRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(
+      url,
+      {
+        ...opts,
+        method: "GET",
+        headers: { ...(opts.headers as Record<string, string>), accept: "application/json" },
+      },
+      (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) return resolve(text);
+          let reason = res.statusMessage ?? "";
+          try {
+            const s = JSON.parse(text) as { reason?: string; message?: string };
+            reason = [s.reason, s.message].filter(Boolean).join(": ") || reason;
+          } catch {}
+          reject(
+            new PasslbError("api_request_failed", `GET ${url.pathname}: HTTP ${status} ${reason}`, {
+              details: { status, path: url.pathname },
+            }),
+          );
+        });
+      },
+    );
+    req.setTimeout(LIST_TIMEOUT_MS, () => req.destroy(new Error(`GET ${url.pathname}: timed out`)));
+    req.on("error", (e) =>
+      reject(new PasslbError("api_unreachable", `GET ${url.pathname}: ${e.message}`, { cause: e })),
+    );
+    req.end();
+  });
+}

@@ -1,0 +1,331 @@
+/**
+ * Adapter: one resource kept current from the API server by list + watch — client-go's
+ * Reflector, in our own words (k8s.io/client-go/tools/cache/reflector.go; Kubernetes API
+ * concepts, "Efficient detection of changes" and "Resource versions").
+ *
+ * - List, remember the list's resourceVersion, watch from it; every event updates the
+ *   store and the resourceVersion. Bookmarks are asked for and only move the version.
+ * - The server ends a watch now and then (timeoutSeconds: 5–10 minutes, jittered, as
+ *   client-go asks): watch again from the last version at once (restart reason `closed`).
+ * - 410 Gone (an ERROR event with code 410, or HTTP 410): the version was compacted away;
+ *   list again at once (reason `expired`). The new list replaces the store, so deletions
+ *   missed meanwhile are seen.
+ * - Any other failure (connection refused or cut, an error status): exponential backoff
+ *   with jitter, then watch again from the last version — or list when there is none yet
+ *   (reason `error`). The store keeps its objects while the server is away.
+ * - A watch that ends within a second without an event counts as a failure too, so a
+ *   server that closes every watch at once is not hammered.
+ * - A watch still open well past the timeout it asked for (a peer gone without a FIN or
+ *   RST: the server would have closed it) is aborted and counts as a failure.
+ * Time and randomness come in (Clock, random) so tests drive the backoff.
+ *
+ * Deliberately not: decoding (kube-source.ts decodes), debouncing (the source does),
+ * pagination of the initial list, the streaming-list (sendInitialEvents) protocol.
+ */
+import type { Clock, TimerHandle } from "../health/clock.ts";
+import type { KubeTransport, WatchHandle } from "./kube-transport.ts";
+
+export type RestartReason = "expired" | "error" | "closed";
+export type WatchState = "listing" | "watching" | "backoff" | "stopped";
+
+export interface BackoffOptions {
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000 };
+
+export interface ReflectorOptions {
+  /** the resource's name for logs and metrics: "services", "endpointslices" */
+  readonly resource: string;
+  /** the collection path: /api/v1/services */
+  readonly path: string;
+  /** kind and apiVersion put on objects that arrive without them (list items) */
+  readonly kind: string;
+  readonly apiVersion: string;
+  readonly transport: KubeTransport;
+  readonly clock: Clock;
+  /** in [0, 1): jitter of the backoff and of the watch timeout */
+  readonly random: () => number;
+  readonly backoff?: BackoffOptions;
+  /** the shortest server-side watch timeout; each watch asks for up to twice this */
+  readonly minWatchTimeoutSeconds?: number;
+  /** the store changed */
+  readonly onChange: () => void;
+  /** the loop starts over; delayMs is 0 when it does so at once */
+  readonly onRestart?: (reason: RestartReason, detail: string, delayMs: number) => void;
+  readonly onState?: (state: WatchState, detail: string) => void;
+}
+
+export interface RawObject {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly resourceVersion?: string;
+  };
+  readonly [field: string]: unknown;
+}
+
+const QUICK_CLOSE_MS = 1000;
+/** how long past its own timeoutSeconds a silent watch is given before it is abandoned */
+const WATCHDOG_GRACE_MS = 30_000;
+
+/** Backoff before attempt `failures` (1-based): doubling from initialMs up to maxMs, then
+ * "equal jitter" — half fixed, half random — so that many LB hosts do not reconnect in step. */
+export function backoffDelay(failures: number, backoff: BackoffOptions, random: () => number): number {
+  const base = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.max(0, failures - 1));
+  return Math.round(base / 2 + (base / 2) * random());
+}
+
+export class ResourceReflector {
+  readonly #o: ReflectorOptions;
+  readonly #store = new Map<string, RawObject>();
+  #rv = "";
+  #synced = false;
+  #version = 0;
+  #failures = 0;
+  #generation = 0;
+  #handle: WatchHandle | undefined;
+  #timer: TimerHandle | undefined;
+  #watchdog: TimerHandle | undefined;
+  #stopped = true;
+  #state: WatchState = "stopped";
+
+  constructor(options: ReflectorOptions) {
+    this.#o = options;
+  }
+
+  get resource(): string {
+    return this.#o.resource;
+  }
+
+  /** true once a list has succeeded: the store is a real picture of the resource */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** increases on every change of the store */
+  get version(): number {
+    return this.#version;
+  }
+
+  get resourceVersion(): string {
+    return this.#rv;
+  }
+
+  get state(): WatchState {
+    return this.#state;
+  }
+
+  /** the current objects by `namespace/name` (`/name` for cluster-scoped ones) */
+  get objects(): ReadonlyMap<string, RawObject> {
+    return this.#store;
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    void this.#run();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#generation++;
+    if (this.#timer) this.#o.clock.clearTimer(this.#timer);
+    this.#timer = undefined;
+    this.#clearWatchdog();
+    this.#handle?.abort();
+    this.#handle = undefined;
+    this.#setState("stopped", "");
+  }
+
+  #clearWatchdog(): void {
+    if (this.#watchdog) this.#o.clock.clearTimer(this.#watchdog);
+    this.#watchdog = undefined;
+  }
+
+  #setState(state: WatchState, detail: string): void {
+    this.#state = state;
+    this.#o.onState?.(state, detail);
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    if (delayMs <= 0) {
+      void this.#run();
+      return;
+    }
+    this.#timer = this.#o.clock.setTimer(() => {
+      this.#timer = undefined;
+      void this.#run();
+    }, delayMs);
+  }
+
+  #restart(reason: RestartReason, detail: string, backoff: boolean): void {
+    if (this.#stopped) return;
+    let delay = 0;
+    if (backoff) {
+      this.#failures++;
+      delay = backoffDelay(this.#failures, this.#o.backoff ?? DEFAULT_BACKOFF, this.#o.random);
+      this.#setState("backoff", `${detail}; retry in ${delay} ms`);
+    }
+    this.#o.onRestart?.(reason, detail, delay);
+    this.#schedule(delay);
+  }
+
+  async #run(): Promise<void> {
+    if (this.#stopped) return;
+    const generation = ++this.#generation;
+    if (this.#rv === "") {
+      this.#setState("listing", "");
+      let list: Awaited<ReturnType<KubeTransport["list"]>>;
+      try {
+        list = await this.#o.transport.list(this.#o.path);
+      } catch (e) {
+        if (generation === this.#generation) this.#restart("error", `list: ${message(e)}`, true);
+        return;
+      }
+      if (generation !== this.#generation || this.#stopped) return;
+      this.#replace(list.items);
+      this.#rv = list.resourceVersion;
+    }
+    this.#watch(generation);
+  }
+
+  #replace(items: readonly unknown[]): void {
+    const next = new Map<string, RawObject>();
+    for (const item of items) {
+      const obj = this.#normalise(item);
+      if (obj) next.set(keyOf(obj), obj);
+    }
+    let changed = !this.#synced || next.size !== this.#store.size;
+    if (!changed)
+      for (const [k, v] of next) {
+        const old = this.#store.get(k);
+        if (!old || old.metadata.resourceVersion !== v.metadata.resourceVersion) {
+          changed = true;
+          break;
+        }
+      }
+    this.#synced = true;
+    if (!changed) return;
+    this.#store.clear();
+    for (const [k, v] of next) this.#store.set(k, v);
+    this.#changed();
+  }
+
+  #changed(): void {
+    this.#version++;
+    this.#o.onChange();
+  }
+
+  #normalise(item: unknown): RawObject | undefined {
+    if (typeof item !== "object" || item === null) return undefined;
+    const o = item as { metadata?: { name?: unknown }; kind?: unknown; apiVersion?: unknown };
+    if (typeof o.metadata?.name !== "string") return undefined;
+    return {
+      ...(item as object),
+      kind: typeof o.kind === "string" ? o.kind : this.#o.kind,
+      apiVersion: typeof o.apiVersion === "string" ? o.apiVersion : this.#o.apiVersion,
+    } as RawObject;
+  }
+
+  #watch(generation: number): void {
+    const started = this.#o.clock.now();
+    let events = 0;
+    let expired = false;
+    let failure = "";
+    let done = false;
+    const onEvent = (type: string, object: unknown) => {
+      if (generation !== this.#generation) return;
+      events++;
+      const obj = type === "ERROR" ? undefined : this.#normalise(object);
+      const rv = obj?.metadata.resourceVersion;
+      switch (type) {
+        case "ADDED":
+        case "MODIFIED":
+          if (!obj) return;
+          this.#store.set(keyOf(obj), obj);
+          this.#changed();
+          break;
+        case "DELETED":
+          if (!obj) return;
+          if (this.#store.delete(keyOf(obj))) this.#changed();
+          break;
+        case "BOOKMARK":
+          break;
+        case "ERROR": {
+          const status = object as { code?: number; reason?: string; message?: string };
+          if (status?.code === 410) expired = true;
+          else
+            failure = `watch error ${status?.code ?? "?"} ${status?.reason ?? ""}: ${status?.message ?? ""}`;
+          return;
+        }
+        default:
+          return;
+      }
+      if (rv) this.#rv = rv;
+    };
+    const onDone = (err: unknown) => {
+      if (done) return;
+      done = true;
+      if (generation !== this.#generation || this.#stopped) return;
+      this.#clearWatchdog();
+      this.#generation++;
+      this.#handle = undefined;
+      const lasted = this.#o.clock.now() - started;
+      if (events > 0 || lasted >= QUICK_CLOSE_MS) this.#failures = 0;
+      const status = (err as { statusCode?: number; code?: number } | null)?.statusCode;
+      if (expired || status === 410) {
+        this.#rv = "";
+        this.#restart("expired", "resource version too old (410 Gone): list again", false);
+      } else if (err || failure) {
+        this.#restart("error", `watch: ${failure || message(err)}`, true);
+      } else if (events === 0 && lasted < QUICK_CLOSE_MS) {
+        this.#restart("closed", "the server closed the watch at once", true);
+      } else {
+        this.#restart("closed", "the server closed the watch", false);
+      }
+    };
+    const minTimeout = this.#o.minWatchTimeoutSeconds ?? 300;
+    const timeoutSeconds = Math.floor(minTimeout * (1 + this.#o.random()));
+    this.#setState("watching", `from resourceVersion ${this.#rv}`);
+    this.#clearWatchdog();
+    this.#watchdog = this.#o.clock.setTimer(
+      () => {
+        this.#watchdog = undefined;
+        const handle = this.#handle;
+        onDone(
+          new Error(`no end of the watch ${WATCHDOG_GRACE_MS / 1000} s past its ${timeoutSeconds} s timeout`),
+        );
+        handle?.abort();
+      },
+      timeoutSeconds * 1000 + WATCHDOG_GRACE_MS,
+    );
+    this.#o.transport
+      .watch(
+        this.#o.path,
+        { resourceVersion: this.#rv, timeoutSeconds, allowWatchBookmarks: true },
+        onEvent,
+        onDone,
+      )
+      .then(
+        (handle) => {
+          if (done || generation !== this.#generation) handle.abort();
+          else this.#handle = handle;
+        },
+        (e) => onDone(e ?? new Error("watch failed")),
+      );
+  }
+}
+
+function keyOf(obj: RawObject): string {
+  return `${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+}
+
+function message(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return String(e);
+}

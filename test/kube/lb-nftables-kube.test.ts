@@ -1,0 +1,103 @@
+/**
+ * `passlb lb --dataplane nftables` in Kubernetes mode, wired as the command wires it
+ * (runNftablesLb) but with the fake nft applier, so it runs without root: the table gets
+ * the VIPs from Service status only, a Service without one stays out, the table is left
+ * alone while the API server is away, and the changes made meanwhile converge.
+ */
+import assert from "node:assert/strict";
+import { type TestContext, test } from "node:test";
+import { kubeReadHandler } from "../../src/cli/lb-kube.ts";
+import { type NftLbFlags, runNftablesLb } from "../../src/cli/lb-nftables.ts";
+import { FakeNftApplier } from "../../src/dataplane/fake-nft-applier.ts";
+import { createNftApplier, type NftApplier } from "../../src/dataplane/nft-applier.ts";
+import { createNetns, deleteNetns, kernelSkipReason } from "../netns.ts";
+import { eventually, fakeCluster, kubeSource } from "./kube-fixture.ts";
+
+const FLAGS: NftLbFlags = {
+  filename: [],
+  manifests: [],
+  table: "passlb",
+  seed: "1",
+  maxTableSize: "4093",
+  routes: false,
+  probe: false,
+  pollMs: "1000",
+  driftCheckMs: "0",
+};
+
+async function scenario(t: TestContext, nft: NftApplier, sent: () => number): Promise<void> {
+  const api = await fakeCluster();
+  t.after(() => api.close());
+  let stderr = "";
+  const io = {
+    stdout: () => {},
+    stderr: (s: string) => {
+      stderr += s;
+    },
+    readStdin: async () => "",
+  };
+  const stop = new AbortController();
+  t.after(() => stop.abort());
+  const source = kubeSource(api);
+  const running = runNftablesLb(
+    FLAGS,
+    io,
+    () => stop.signal,
+    undefined,
+    { source, prepare: kubeReadHandler(undefined, (line) => io.stderr(`passlb lb: ${line}\n`)) },
+    { nft },
+  );
+  const vips = async () => {
+    const state = await nft.dump("passlb");
+    return [...(state?.sets.get("dispatch4")?.elements.keys() ?? [])]
+      .map((k) => k.split(" ")[0] ?? "")
+      .sort();
+  };
+  await eventually(async () => (await vips()).includes("203.0.113.10"), "the web VIP in the table");
+  assert.deepEqual([...new Set(await vips())], ["203.0.113.10"], "no address for the Service without status");
+  assert.match(stderr, /shop\/pending: no address in status/);
+  assert.match(stderr, /object left out: Service shop\/broken/);
+
+  await api.stop();
+  const scripts = sent();
+  const pending = api.find("v1", "Service", "pending", "shop")!;
+  api.put({ ...pending, status: { loadBalancer: { ingress: [{ ip: "203.0.113.11" }] } } });
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(sent(), scripts, "nothing is sent to the kernel while the API server is away");
+  assert.deepEqual([...new Set(await vips())], ["203.0.113.10"]);
+
+  await api.start();
+  await eventually(
+    async () => (await vips()).includes("203.0.113.11"),
+    "the VIP written while the API was down",
+  );
+  stop.abort();
+  assert.equal(await running, 0);
+}
+
+test("nftables data plane (fake nft) follows the cluster: status VIPs only, kept while the API is down, converges after", {
+  timeout: 30_000,
+}, async (t) => {
+  const nft = new FakeNftApplier();
+  await scenario(t, nft, () => nft.scripts.length);
+});
+
+test("the same against the kernel: real nft in a throwaway network namespace", {
+  timeout: 60_000,
+  skip: kernelSkipReason(),
+}, async (t) => {
+  const ns = createNetns("kube");
+  t.after(() => deleteNetns(ns));
+  const real = createNftApplier({ netns: ns });
+  let sent = 0;
+  const counting: NftApplier = {
+    apply: (script) => {
+      sent++;
+      return real.apply(script);
+    },
+    check: (script) => real.check(script),
+    dump: (table, options) => real.dump(table, options),
+    counters: (table) => real.counters(table),
+  };
+  await scenario(t, counting, () => sent);
+});

@@ -1,0 +1,102 @@
+/**
+ * Test-only: the resource table of the fake Kubernetes API server (fake-api-server.ts) —
+ * which group/version/resource it serves, the kind, whether it is namespaced and whether it
+ * has a /status subresource — and the discovery documents built from it
+ * (Kubernetes API concepts: "API groups and versioning", APIResourceList).
+ *
+ * Deliberately only the resources passlb reads or writes; anything else is a 404.
+ */
+
+export interface FakeResource {
+  /** "" for the core group */
+  readonly group: string;
+  readonly version: string;
+  /** plural, lower case: the URL segment */
+  readonly resource: string;
+  readonly kind: string;
+  readonly namespaced: boolean;
+  readonly status: boolean;
+  /** custom resources keep kind/apiVersion on list items; built-in lists drop them */
+  readonly custom: boolean;
+}
+
+function r(
+  group: string,
+  version: string,
+  resource: string,
+  kind: string,
+  namespaced: boolean,
+  status: boolean,
+  custom = false,
+): FakeResource {
+  return { group, version, resource, kind, namespaced, status, custom };
+}
+
+export const FAKE_RESOURCES: readonly FakeResource[] = [
+  r("", "v1", "services", "Service", true, true),
+  r("", "v1", "nodes", "Node", false, true),
+  r("", "v1", "pods", "Pod", true, true),
+  r("", "v1", "namespaces", "Namespace", false, true),
+  r("", "v1", "endpoints", "Endpoints", true, false),
+  r("", "v1", "events", "Event", true, false),
+  r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, false),
+  r("coordination.k8s.io", "v1", "leases", "Lease", true, false),
+  r("events.k8s.io", "v1", "events", "Event", true, false),
+  r("passlb.io", "v1alpha1", "loadbalancerippools", "LoadBalancerIPPool", false, true, true),
+];
+
+export function apiVersionOf(res: FakeResource): string {
+  return res.group === "" ? res.version : `${res.group}/${res.version}`;
+}
+
+/** "services", "discovery.k8s.io/endpointslices": the key a store and a counter use */
+export function resourceKey(res: FakeResource): string {
+  return res.group === "" ? res.resource : `${res.group}/${res.resource}`;
+}
+
+export function findResource(group: string, version: string, resource: string): FakeResource | undefined {
+  return FAKE_RESOURCES.find((x) => x.group === group && x.version === version && x.resource === resource);
+}
+
+/** The resource of an object by its apiVersion and kind (for the test hooks). */
+export function resourceOfObject(apiVersion: string, kind: string): FakeResource | undefined {
+  return FAKE_RESOURCES.find((x) => apiVersionOf(x) === apiVersion && x.kind === kind);
+}
+
+export function discoveryDocument(path: string): unknown {
+  if (path === "/version") {
+    return { major: "1", minor: "33", gitVersion: "v1.33.0-passlb-fake", platform: "linux/amd64" };
+  }
+  if (path === "/api") return { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [] };
+  if (path === "/apis") {
+    const groups = [...new Set(FAKE_RESOURCES.filter((x) => x.group !== "").map((x) => x.group))];
+    return {
+      kind: "APIGroupList",
+      apiVersion: "v1",
+      groups: groups.map((name) => {
+        const versions = [...new Set(FAKE_RESOURCES.filter((x) => x.group === name).map((x) => x.version))];
+        const list = versions.map((v) => ({ groupVersion: `${name}/${v}`, version: v }));
+        return { name, versions: list, preferredVersion: list[0] };
+      }),
+    };
+  }
+  const m = /^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))$/.exec(path);
+  if (!m) return undefined;
+  const group = m[2] ?? "";
+  const version = m[1] ?? m[3] ?? "";
+  const here = FAKE_RESOURCES.filter((x) => x.group === group && x.version === version);
+  if (here.length === 0) return undefined;
+  const verbs = ["create", "delete", "get", "list", "patch", "update", "watch"];
+  const resources = here.flatMap((x) => [
+    { name: x.resource, singularName: x.kind.toLowerCase(), namespaced: x.namespaced, kind: x.kind, verbs },
+    ...(x.status
+      ? [{ name: `${x.resource}/status`, singularName: "", namespaced: x.namespaced, kind: x.kind, verbs }]
+      : []),
+  ]);
+  return {
+    kind: "APIResourceList",
+    apiVersion: "v1",
+    groupVersion: group ? `${group}/${version}` : version,
+    resources,
+  };
+}

@@ -1,0 +1,378 @@
+/**
+ * Test-only: the object store behind the fake Kubernetes API server — the semantics of the
+ * verbs, without HTTP (Kubernetes API concepts: "Resource versions", "Efficient detection of
+ * changes", "Finalizers"; apiserver's registry/rest create, update and delete strategies).
+ *
+ * - One global, increasing resourceVersion; each write stamps the object with the next one.
+ * - Create: uid, creationTimestamp, generation 1; generateName; status dropped when the
+ *   resource has a /status subresource (as the Service and custom resource strategies do).
+ * - Update/patch of the main resource keep the stored status; of /status keep everything
+ *   but status. A metadata.resourceVersion in the body must match the stored one (409).
+ * - Delete honours finalizers: sets deletionTimestamp and removes the object once an update
+ *   leaves the finalizers empty.
+ * - Watch history since the compaction point; a watch from an older resourceVersion is Gone.
+ * Deliberately not: pagination, set-based selectors, admission, namespace existence checks.
+ */
+import { randomUUID } from "node:crypto";
+import { jsonPatch, type Matcher, mergePatch, PatchError } from "./fake-api-patch.ts";
+import { apiVersionOf, type FakeResource, resourceKey } from "./fake-api-resources.ts";
+
+export type Obj = Record<string, unknown> & { metadata: Meta };
+export interface Meta extends Record<string, unknown> {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  resourceVersion?: string;
+  uid?: string;
+  finalizers?: string[];
+  deletionTimestamp?: string;
+  generation?: number;
+}
+
+export type WatchType = "ADDED" | "MODIFIED" | "DELETED";
+
+export class ApiStatusError extends Error {
+  readonly code: number;
+  readonly reason: string;
+  readonly details: Record<string, unknown>;
+  constructor(code: number, reason: string, message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.code = code;
+    this.reason = reason;
+    this.details = details;
+  }
+
+  status(): Record<string, unknown> {
+    return {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: this.message,
+      reason: this.reason,
+      details: this.details,
+      code: this.code,
+    };
+  }
+}
+
+interface HistoryEvent {
+  readonly rv: number;
+  readonly key: string;
+  readonly type: WatchType;
+  readonly object: Obj;
+  readonly previous: Obj | undefined;
+}
+
+export interface WatchSink {
+  readonly key: string;
+  readonly namespace: string | undefined;
+  readonly match: Matcher;
+  readonly send: (type: WatchType, object: Obj) => void;
+}
+
+const HISTORY_LIMIT = 20_000;
+
+function objectId(namespace: string | undefined, name: string): string {
+  return `${namespace ?? ""}/${name}`;
+}
+
+function fail(res: FakeResource, code: number, reason: string, name: string, message: string): never {
+  throw new ApiStatusError(code, reason, message, { name, group: res.group, kind: res.resource });
+}
+
+export class FakeApiStore {
+  #rv = 1;
+  #compactedRv = 1;
+  readonly #objects = new Map<string, Map<string, Obj>>();
+  #history: HistoryEvent[] = [];
+  readonly #sinks = new Set<WatchSink>();
+  readonly #now: () => Date;
+
+  constructor(now: () => Date = () => new Date()) {
+    this.#now = now;
+  }
+
+  get resourceVersion(): string {
+    return String(this.#rv);
+  }
+
+  get compactedResourceVersion(): string {
+    return String(this.#compactedRv);
+  }
+
+  /** Drops the watch history: a watch resuming from an older resourceVersion gets 410 Gone. */
+  compact(): void {
+    this.#compactedRv = this.#rv;
+    this.#history = [];
+  }
+
+  #table(res: FakeResource): Map<string, Obj> {
+    const key = resourceKey(res);
+    let t = this.#objects.get(key);
+    if (!t) {
+      t = new Map();
+      this.#objects.set(key, t);
+    }
+    return t;
+  }
+
+  #timestamp(): string {
+    return this.#now()
+      .toISOString()
+      .replace(/\.\d+Z$/, "Z");
+  }
+
+  #stamp(res: FakeResource, obj: Obj): Obj {
+    this.#rv += 1;
+    obj.apiVersion = apiVersionOf(res);
+    obj.kind = res.kind;
+    obj.metadata.resourceVersion = String(this.#rv);
+    return obj;
+  }
+
+  #emit(res: FakeResource, type: WatchType, object: Obj, previous: Obj | undefined): void {
+    const key = resourceKey(res);
+    this.#history.push({ rv: this.#rv, key, type, object: structuredClone(object), previous });
+    if (this.#history.length > HISTORY_LIMIT) {
+      const dropped = this.#history.splice(0, this.#history.length - HISTORY_LIMIT);
+      this.#compactedRv = dropped[dropped.length - 1]?.rv ?? this.#compactedRv;
+    }
+    for (const sink of [...this.#sinks]) deliver(sink, key, type, object, previous);
+  }
+
+  list(res: FakeResource, namespace: string | undefined, match: Matcher): { items: Obj[]; rv: string } {
+    const items = [...this.#table(res).values()]
+      .filter((o) => namespace === undefined || o.metadata.namespace === namespace)
+      .filter(match)
+      .map((o) => structuredClone(o));
+    items.sort((a, b) =>
+      objectId(a.metadata.namespace, a.metadata.name ?? "").localeCompare(
+        objectId(b.metadata.namespace, b.metadata.name ?? ""),
+      ),
+    );
+    return { items, rv: this.resourceVersion };
+  }
+
+  get(res: FakeResource, namespace: string | undefined, name: string): Obj {
+    const o = this.#table(res).get(objectId(namespace, name));
+    if (!o) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    return structuredClone(o);
+  }
+
+  create(res: FakeResource, namespace: string | undefined, body: unknown): Obj {
+    const obj = asObject(res, body);
+    const meta = obj.metadata;
+    if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomUUID().slice(0, 5)}`;
+    if (!meta.name) fail(res, 422, "Invalid", "", `${res.kind}: metadata.name: Required value`);
+    if (res.namespaced) {
+      if (meta.namespace !== undefined && namespace !== undefined && meta.namespace !== namespace) {
+        fail(res, 400, "BadRequest", meta.name, "the namespace of the object does not match the request");
+      }
+      meta.namespace = namespace ?? meta.namespace ?? "default";
+    } else delete meta.namespace;
+    const id = objectId(meta.namespace, meta.name);
+    if (this.#table(res).has(id)) {
+      fail(res, 409, "AlreadyExists", meta.name, `${res.resource} "${meta.name}" already exists`);
+    }
+    if (res.status) delete obj.status;
+    meta.uid = randomUUID();
+    meta.creationTimestamp = this.#timestamp();
+    meta.generation = 1;
+    delete meta.deletionTimestamp;
+    this.#stamp(res, obj);
+    this.#table(res).set(id, obj);
+    this.#emit(res, "ADDED", obj, undefined);
+    return structuredClone(obj);
+  }
+
+  /** PUT: replaces the object (or only its status through the subresource). */
+  update(res: FakeResource, namespace: string | undefined, name: string, body: unknown, sub?: string): Obj {
+    const incoming = asObject(res, body);
+    if (incoming.metadata.name !== undefined && incoming.metadata.name !== name) {
+      fail(res, 400, "BadRequest", name, "the name of the object does not match the request");
+    }
+    return this.#replace(res, namespace, name, incoming, sub);
+  }
+
+  patch(
+    res: FakeResource,
+    namespace: string | undefined,
+    name: string,
+    contentType: string,
+    patch: unknown,
+    sub?: string,
+  ): Obj {
+    const current = this.get(res, namespace, name);
+    let next: unknown;
+    try {
+      if (contentType.startsWith("application/json-patch+json")) next = jsonPatch(current, patch);
+      else if (
+        contentType.startsWith("application/merge-patch+json") ||
+        contentType.startsWith("application/strategic-merge-patch+json")
+      ) {
+        // a resourceVersion in a merge patch is a precondition; the stored one is otherwise kept
+        next = mergePatch(current, patch);
+      } else {
+        throw new ApiStatusError(415, "UnsupportedMediaType", `the fake does not support ${contentType}`);
+      }
+    } catch (e) {
+      if (e instanceof PatchError) fail(res, 422, "Invalid", name, e.message);
+      throw e;
+    }
+    return this.#replace(res, namespace, name, asObject(res, next), sub);
+  }
+
+  #replace(res: FakeResource, namespace: string | undefined, name: string, incoming: Obj, sub?: string): Obj {
+    const table = this.#table(res);
+    const id = objectId(res.namespaced ? namespace : undefined, name);
+    const stored = table.get(id);
+    if (!stored) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    const want = incoming.metadata.resourceVersion;
+    if (want !== undefined && want !== "" && want !== stored.metadata.resourceVersion) {
+      fail(
+        res,
+        409,
+        "Conflict",
+        name,
+        `Operation cannot be fulfilled on ${res.resource}${res.group ? `.${res.group}` : ""} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
+    }
+    let next: Obj;
+    if (sub === "status") {
+      next = structuredClone(stored);
+      if (incoming.status === undefined) delete next.status;
+      else next.status = structuredClone(incoming.status);
+    } else {
+      next = structuredClone(incoming);
+      const keep = stored.metadata;
+      next.metadata = {
+        ...next.metadata,
+        name,
+        uid: keep.uid,
+        creationTimestamp: keep.creationTimestamp,
+        generation: keep.generation,
+      } as Meta;
+      if (res.namespaced && keep.namespace !== undefined) next.metadata.namespace = keep.namespace;
+      else delete next.metadata.namespace;
+      if (keep.deletionTimestamp) next.metadata.deletionTimestamp = keep.deletionTimestamp;
+      else delete next.metadata.deletionTimestamp;
+      if (res.status) {
+        if (stored.status === undefined) delete next.status;
+        else next.status = structuredClone(stored.status);
+      }
+      if (JSON.stringify(next.spec) !== JSON.stringify(stored.spec)) {
+        next.metadata.generation = (keep.generation ?? 1) + 1;
+      }
+    }
+    this.#stamp(res, next);
+    if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
+      table.delete(id);
+      this.#emit(res, "DELETED", next, stored);
+      return structuredClone(next);
+    }
+    table.set(id, next);
+    this.#emit(res, "MODIFIED", next, stored);
+    return structuredClone(next);
+  }
+
+  delete(res: FakeResource, namespace: string | undefined, name: string): Obj {
+    const table = this.#table(res);
+    const id = objectId(res.namespaced ? namespace : undefined, name);
+    const stored = table.get(id);
+    if (!stored) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    const next = structuredClone(stored);
+    if ((stored.metadata.finalizers ?? []).length > 0) {
+      if (stored.metadata.deletionTimestamp) return structuredClone(stored);
+      next.metadata.deletionTimestamp = this.#timestamp();
+      next.metadata.deletionGracePeriodSeconds = 0;
+      this.#stamp(res, next);
+      table.set(id, next);
+      this.#emit(res, "MODIFIED", next, stored);
+      return structuredClone(next);
+    }
+    this.#stamp(res, next);
+    table.delete(id);
+    this.#emit(res, "DELETED", next, stored);
+    return structuredClone(next);
+  }
+
+  /** Test hook: creates or replaces an object as given (status included), no preconditions. */
+  put(res: FakeResource, body: unknown): Obj {
+    const obj = asObject(res, body);
+    const meta = obj.metadata;
+    if (!meta.name) throw new Error("put: metadata.name is required");
+    if (res.namespaced) meta.namespace ??= "default";
+    else delete meta.namespace;
+    const table = this.#table(res);
+    const id = objectId(meta.namespace, meta.name);
+    const stored = table.get(id);
+    meta.uid = stored?.metadata.uid ?? meta.uid ?? randomUUID();
+    meta.creationTimestamp =
+      stored?.metadata.creationTimestamp ?? meta.creationTimestamp ?? this.#timestamp();
+    meta.generation ??= 1;
+    this.#stamp(res, obj);
+    table.set(id, obj);
+    this.#emit(res, stored ? "MODIFIED" : "ADDED", obj, stored);
+    return structuredClone(obj);
+  }
+
+  /** Test hook: removes an object at once, finalizers or not; false when it did not exist. */
+  remove(res: FakeResource, namespace: string | undefined, name: string): boolean {
+    const table = this.#table(res);
+    const id = objectId(res.namespaced ? (namespace ?? "default") : undefined, name);
+    const stored = table.get(id);
+    if (!stored) return false;
+    const next = structuredClone(stored);
+    this.#stamp(res, next);
+    table.delete(id);
+    this.#emit(res, "DELETED", next, stored);
+    return true;
+  }
+
+  /**
+   * Starts a watch. rv "" or "0": synthetic ADDED events for the current objects first;
+   * otherwise the history after rv. Throws 410 Gone when rv is older than the compaction point.
+   */
+  watch(res: FakeResource, rv: string, sink: WatchSink): () => void {
+    if (rv === "" || rv === "0") {
+      for (const o of this.list(res, sink.namespace, sink.match).items) sink.send("ADDED", o);
+    } else {
+      const from = Number(rv);
+      if (!Number.isFinite(from)) fail(res, 400, "BadRequest", "", `invalid resourceVersion ${rv}`);
+      if (from < this.#compactedRv) {
+        throw new ApiStatusError(410, "Expired", `too old resource version: ${rv} (${this.#compactedRv})`);
+      }
+      for (const e of this.#history) {
+        if (e.rv > from) deliver(sink, e.key, e.type, e.object, e.previous);
+      }
+    }
+    this.#sinks.add(sink);
+    return () => this.#sinks.delete(sink);
+  }
+}
+
+function deliver(
+  sink: WatchSink,
+  key: string,
+  type: WatchType,
+  object: Obj,
+  previous: Obj | undefined,
+): void {
+  if (sink.key !== key) return;
+  if (sink.namespace !== undefined && object.metadata.namespace !== sink.namespace) return;
+  const now = sink.match(object);
+  const before = previous !== undefined && sink.match(previous);
+  if (type === "MODIFIED" && now && !before) sink.send("ADDED", structuredClone(object));
+  else if (type === "MODIFIED" && !now && before) sink.send("DELETED", structuredClone(object));
+  else if (now || (type === "DELETED" && before)) sink.send(type, structuredClone(object));
+}
+
+function asObject(res: FakeResource, body: unknown): Obj {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new ApiStatusError(400, "BadRequest", `${res.kind}: the body is not an object`);
+  }
+  const obj = structuredClone(body) as Obj;
+  if (typeof obj.metadata !== "object" || obj.metadata === null) obj.metadata = {};
+  return obj;
+}
