@@ -18,7 +18,7 @@ import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
-import { nodeTrafficOf } from "../dataplane/node-traffic.ts";
+import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
 import { PasslbError } from "../errors.ts";
@@ -279,6 +279,8 @@ export async function runNftablesLb(
       const counters = await nft.counters(flags.table);
       for (const t of nodeTrafficOf(state, controller.forwarding, counters))
         obs.metrics.nodeTraffic(t.node, t.packets, t.bytes);
+      for (const t of serviceTrafficOf(controller.forwarding, counters))
+        obs.metrics.serviceTraffic(t.service, t.packets, t.bytes);
     } catch (e) {
       io.stderr(`passlb lb: reading the node counters failed: ${(e as Error).message}\n`);
     }

@@ -7,9 +7,10 @@ import type { Snapshot } from "../k8s/snapshot.ts";
 import { FakeNftApplier } from "./fake-nft-applier.ts";
 import type { HealthLookup, HealthState } from "./forwarding-state.ts";
 import { type HealthSource, LbController, type LbEvent } from "./lb-controller.ts";
-import { nodeTrafficOf } from "./node-traffic.ts";
+import { nodeTrafficOf, serviceTrafficOf } from "./node-traffic.ts";
 import type { PolicyRoute, RouteApplier } from "./policy-routes.ts";
 import { nodeCounterName } from "./render/nft-state.ts";
+import { serviceCounterName } from "./render/service-part.ts";
 
 const FIX = "test/fixtures/nft";
 
@@ -240,4 +241,12 @@ test("per-node traffic: the kernel's node counters, named by node", async () => 
     ],
   );
   assert.ok(traffic.some((t) => t.node === "node-a2" && t.packets === 0));
+  // per Service: one counter each, named after the Service
+  nft.count("passlb", serviceCounterName("edge/web"), 2, 120);
+  const services = serviceTrafficOf(c.forwarding, await nft.counters("passlb"));
+  assert.deepEqual(services.map((s) => s.service).sort(), c.forwarding.map((f) => f.service).sort());
+  assert.deepEqual(
+    services.find((s) => s.service === "edge/web"),
+    { service: "edge/web", packets: 2, bytes: 120 },
+  );
 });

@@ -1,5 +1,6 @@
 /**
- * Per-node traffic from the kernel's named counters (`node_<mark>`, nft-state.ts): which
+ * Per-node (and per-Service) traffic from the kernel's named counters (`node_<mark>`,
+ * `svc_<ns>.<name>`; nft-state.ts, service-part.ts). Per node: which
  * node each counter stands for, through the `nexthops` maps (mark → address) and the
  * forwarding state (node → addresses). Pure.
  *
@@ -11,6 +12,7 @@
 import { canonicalIp } from "../net/ip.ts";
 import type { ServiceForwarding } from "./forwarding-state.ts";
 import { FAMS, type NftState, nodeCounterName } from "./render/nft-state.ts";
+import { serviceCounterName } from "./render/service-part.ts";
 
 export interface NodeTraffic {
   readonly node: string;
@@ -47,4 +49,17 @@ export function nodeTrafficOf(
       out.set(node, { packets: sum.packets + c.packets, bytes: sum.bytes + c.bytes });
     }
   return [...out].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([node, v]) => ({ node, ...v }));
+}
+
+/** Per-Service traffic from the Services' named counters (`svc_<ns>.<name>`). */
+export function serviceTrafficOf(
+  forwardings: readonly ServiceForwarding[],
+  counters: ReadonlyMap<string, { packets: number; bytes: number }>,
+): { service: string; packets: number; bytes: number }[] {
+  const out: { service: string; packets: number; bytes: number }[] = [];
+  for (const f of forwardings) {
+    const c = counters.get(serviceCounterName(f.service));
+    if (c) out.push({ service: f.service, packets: c.packets, bytes: c.bytes });
+  }
+  return out;
 }

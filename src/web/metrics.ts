@@ -147,6 +147,18 @@ function define(registry: Registry) {
       labelNames: ["node"] as const,
       registers: r,
     }),
+    servicePackets: new Counter({
+      name: "passlb_service_forwarded_packets_total",
+      help: "Packets the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
+    serviceBytes: new Counter({
+      name: "passlb_service_forwarded_bytes_total",
+      help: "Bytes the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
     reconciles: new Counter({
       name: "passlb_reconciles_total",
       help: "Reconcile passes by controller and outcome (ok, retry, reprocess_all, failed).",
@@ -236,15 +248,37 @@ export class Metrics {
 
   /** kernel per-node counters, as totals (a total that went back restarts from it) */
   nodeTraffic(node: string, packets: number, bytes: number): void {
+    this.#kernelTotals(`n\u0000${node}`, this.#m.nodePackets, this.#m.nodeBytes, { node }, packets, bytes);
+  }
+
+  /** kernel per-Service counters, as totals */
+  serviceTraffic(service: string, packets: number, bytes: number): void {
+    this.#kernelTotals(
+      `s\u0000${service}`,
+      this.#m.servicePackets,
+      this.#m.serviceBytes,
+      { service },
+      packets,
+      bytes,
+    );
+  }
+
+  #kernelTotals<L extends string>(
+    key: string,
+    packetsCounter: Counter<L>,
+    bytesCounter: Counter<L>,
+    labels: Partial<Record<L, string>>,
+    packets: number,
+    bytes: number,
+  ): void {
     for (const [c, total, kind] of [
-      [this.#m.nodePackets, packets, "p"],
-      [this.#m.nodeBytes, bytes, "b"],
+      [packetsCounter, packets, "p"],
+      [bytesCounter, bytes, "b"],
     ] as const) {
-      const key = `${node}\u0000${kind}`;
-      const last = this.#totals.get(key) ?? 0;
-      this.#totals.set(key, total);
-      const delta = total >= last ? total - last : total;
-      c.inc({ node }, delta); // 0 too: the series exists from the first read
+      const k = `${key}\u0000${kind}`;
+      const last = this.#totals.get(k) ?? 0;
+      this.#totals.set(k, total);
+      c.inc(labels, total >= last ? total - last : total); // 0 too: the series exists from the first read
     }
   }
 

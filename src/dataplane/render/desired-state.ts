@@ -87,6 +87,9 @@ interface Base {
   readonly dispatch: Record<Fam, Map<string, string>>;
   context: string;
   marks: NodeMarks | undefined;
+  /** Service counter name → number of parts naming it */
+  readonly serviceCounters: Map<string, number>;
+  counters: ReadonlySet<string>;
   sets: Map<string, NftSet>;
   chains: Map<string, NftChain>;
 }
@@ -161,6 +164,9 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
         dispatchOut[fam].set(key, value);
       }
     for (const c of old.part.contents) dropContent(base.slots, c.contentKey);
+    const n = (base.serviceCounters.get(old.part.counter) ?? 1) - 1;
+    if (n > 0) base.serviceCounters.set(old.part.counter, n);
+    else base.serviceCounters.delete(old.part.counter);
     for (const c of old.part.chains) {
       base.chains.delete(c.name);
       touchedChains.add(c.name);
@@ -189,6 +195,7 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
       else dispatchTouched.add(fam);
     }
     for (const c of part.contents) takeContent(base.slots, c);
+    base.serviceCounters.set(part.counter, (base.serviceCounters.get(part.counter) ?? 0) + 1);
   }
 
   // 4. slot maps, then the chains that name them, then dispatch
@@ -206,11 +213,13 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
   for (const fam of dispatchTouched)
     putSet(base, dispatchSet(fam, base.dispatch[fam], input.previous), touchedSets);
 
+  const counters = new Set([...marks.counters, ...base.serviceCounters.keys()]);
+  if (!sameSet(counters, base.counters)) base.counters = counters;
   const state: NftState = {
     table: input.table,
     sets: base.sets,
     chains: base.chains,
-    counters: marks.counters,
+    counters: base.counters,
   };
   base.output = state;
   if (input.cache) input.cache.base = base;
@@ -272,7 +281,15 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
     dispatch: { 4: new Map(), 6: new Map() },
     context: "",
     marks: undefined,
+    serviceCounters: new Map(),
+    counters: new Set(),
     sets,
     chains,
   };
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
 }

@@ -14,6 +14,8 @@
  *   - new flows: `jhash` of the 5-tuple (of the client address under ClientIP affinity)
  *     mod M picks a slot of the listener's Maglev table, which maps to the node's mark; the
  *     mark is stored in conntrack;
+ *   - per Service one named counter, counted in each of its listener chains after the
+ *     source-range check (packets and bytes towards the Service's nodes, issue 9);
  *   - zonal affinity: a client in a zone's `clientCIDRs` uses that zone's table while it
  *     exists (forwarding-state.ts builds it only while the zone has a healthy member).
  * A table built over members that lack an address of the chain's family is rebuilt over
@@ -53,6 +55,8 @@ export interface ServicePart {
   readonly dispatch: readonly (readonly [Fam, string, string])[];
   readonly contents: readonly SlotContent[];
   readonly chains: readonly ChainSpec[];
+  /** the Service's named counter (every packet that passed its source ranges) */
+  readonly counter: string;
 }
 
 /** Slot contents remembered per table object and family while the node marks stay the same. */
@@ -89,6 +93,7 @@ export function servicePart(f: ServiceForwarding, ctx: PartContext): ServicePart
   const contents: SlotContent[] = [];
   const chains: ChainSpec[] = [];
   const clientOnly = plan.sessionAffinity.type === "ClientIP";
+  const counter = serviceCounterName(plan.service);
   for (const fam of FAMS) {
     const vips = plan.vips.filter((v) => v.family === familyName(fam)).map((v) => ctx.canon(v.address));
     if (vips.length === 0) continue;
@@ -122,6 +127,7 @@ export function servicePart(f: ServiceForwarding, ctx: PartContext): ServicePart
         build: (mapNames) => {
           const rules: string[] = [];
           if (restricted) rules.push(`${ip} saddr != @${srcName} drop`);
+          rules.push(`counter name ${counter}`);
           if (global === undefined) {
             rules.push("drop");
             return rules;
@@ -140,8 +146,11 @@ export function servicePart(f: ServiceForwarding, ctx: PartContext): ServicePart
       });
     }
   }
-  return { sets, dispatch, contents, chains };
+  return { sets, dispatch, contents, chains, counter };
 }
+
+/** The named counter of a Service (`svc_<ns>.<name>`). */
+export const serviceCounterName = (service: string): string => `svc_${safeName(service.replace("/", "."))}`;
 
 /** Marks per slot for one table and family; undefined when the table has no backend. A
  * node's mark depends only on its address, so the result is remembered per table object
