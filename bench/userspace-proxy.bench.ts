@@ -7,8 +7,11 @@
 // concurrent clients each doing connect / 1-byte request / answer / close for 3 s), and
 // latency at 1,000 requests/s (10 kept-alive connections × 100 requests/s, 1-byte ping-pong,
 // 3 s): p50/p99 and the p99 each proxy adds over direct.
-// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 2] [--naive] [--rate-only]
+// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 3] [--naive] [--rate-only]
 // (--naive adds a minimal Node proxy as a fourth path; --rate-only measures connection rate only)
+// The paths are interleaved within each round, in a rotating order; the last lines print the
+// passlb/HAProxy ratios (medians of the per-round ratios), the CPU each spent per connection
+// (user + system, from /proc) and the load average around the run.
 // Needs haproxy; as root it is installed with apt-get when missing, else the bench says so
 // and exits 0. Loopback only; every child process is killed at the end.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -192,13 +195,13 @@ async function latency(t: Target, seconds: number): Promise<{ p50: number; p99: 
   return { p50: q(0.5), p99: q(0.99), n: samples.length };
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux); NaN elsewhere. */
-function cpuSeconds(pid: number | undefined): number {
+/** CPU seconds (user, system) a process has used so far, from /proc (Linux); NaN elsewhere. */
+function cpuSeconds(pid: number | undefined): { user: number; system: number } {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime in clock ticks
+    return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }; // clock ticks
   } catch {
-    return Number.NaN;
+    return { user: Number.NaN, system: Number.NaN };
   }
 }
 
@@ -294,11 +297,18 @@ async function main(): Promise<void> {
       { name: "passlb", ...PASSLB },
       ...(NAIVE ? [{ name: "naive", host: "127.0.5.4", port: 18080 }] : []),
     ];
-    const res = new Map<
-      string,
-      { mbps: number[]; cps: number[]; p50: number[]; p99: number[]; cpuPerConn: number[] }
-    >();
-    for (const t of targets) res.set(t.name, { mbps: [], cps: [], p50: [], p99: [], cpuPerConn: [] });
+    type Row = {
+      mbps: number[];
+      cps: number[];
+      p50: number[];
+      p99: number[];
+      cpu: number[];
+      sys: number[];
+      gen: number[];
+    };
+    const res = new Map<string, Row>();
+    for (const t of targets)
+      res.set(t.name, { mbps: [], cps: [], p50: [], p99: [], cpu: [], sys: [], gen: [] });
     const pidOf: Record<string, number | undefined> = {
       haproxy: hap.pid,
       passlb: procs[1]!.pid,
@@ -317,37 +327,49 @@ async function main(): Promise<void> {
       pidOf.naive = naive.pid;
       await new Promise((r) => setTimeout(r, 1000));
     }
-    /** connections/s, and the CPU µs per connection of the path's proxy (the backend's for direct) */
+    /**
+     * connections/s; the CPU µs per connection of the path's proxy (the backend's for
+     * direct), its system part, and the load generator's own CPU µs per connection
+     */
     const measureRate = async (t: Target) => {
       const before = cpuSeconds(pidOf[t.name]);
+      const gen0 = process.cpuUsage();
       const rate = await connectionRate(t, 3);
-      const used = cpuSeconds(pidOf[t.name]) - before;
-      res.get(t.name)!.cps.push(rate);
-      res.get(t.name)!.cpuPerConn.push((used * 1e6) / (rate * 3));
+      const gen = process.cpuUsage(gen0);
+      const after = cpuSeconds(pidOf[t.name]);
+      const n = rate * 3;
+      const row = res.get(t.name)!;
+      row.cps.push(rate);
+      row.cpu.push(((after.user - before.user + after.system - before.system) * 1e6) / n);
+      row.sys.push(((after.system - before.system) * 1e6) / n);
+      row.gen.push((gen.user + gen.system) / n);
       return rate;
     };
     const quick = process.argv.includes("--rate-only");
+    const loads: number[] = [loadavg()[0]!];
+    const ratios = { mbps: [] as number[], cps: [] as number[], cpu: [] as number[] };
     for (let r = 0; r < rounds; r++) {
-      if (quick) {
-        for (const t of targets)
-          console.log(
-            t.name,
-            (await measureRate(t)).toFixed(0),
-            "connections/s",
-            `${res.get(t.name)!.cpuPerConn.at(-1)!.toFixed(0)} µs CPU each`,
-          );
-        continue;
-      }
-      for (const t of targets) res.get(t.name)!.mbps.push(await throughput(t));
-      for (const t of targets) await measureRate(t);
-      for (const t of targets) {
-        const l = await latency(t, 3);
-        res.get(t.name)!.p50.push(l.p50);
-        res.get(t.name)!.p99.push(l.p99);
-      }
+      // rotate the order so no path always runs first (or right after another)
+      const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
+      if (!quick) for (const t of order) res.get(t.name)!.mbps.push(await throughput(t));
+      for (const t of order) await measureRate(t);
+      if (!quick)
+        for (const t of order) {
+          const l = await latency(t, 3);
+          res.get(t.name)!.p50.push(l.p50);
+          res.get(t.name)!.p99.push(l.p99);
+        }
+      const h = res.get("haproxy")!;
+      const p = res.get("passlb")!;
+      if (!quick) ratios.mbps.push(p.mbps.at(-1)! / h.mbps.at(-1)!);
+      ratios.cps.push(p.cps.at(-1)! / h.cps.at(-1)!);
+      ratios.cpu.push(p.cpu.at(-1)! / h.cpu.at(-1)!);
+      loads.push(loadavg()[0]!);
+      console.log(
+        `round ${r + 1}: load ${loads.at(-1)!.toFixed(2)}; passlb/haproxy${quick ? "" : ` throughput ${ratios.mbps.at(-1)!.toFixed(2)},`} connection rate ${ratios.cps.at(-1)!.toFixed(2)} (${p.cps.at(-1)!.toFixed(0)} vs ${h.cps.at(-1)!.toFixed(0)}/s), CPU per connection ${ratios.cpu.at(-1)!.toFixed(1)}×`,
+      );
     }
-    if (quick) return;
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
     const m = (name: string) => {
       const x = res.get(name)!;
       return {
@@ -355,14 +377,19 @@ async function main(): Promise<void> {
         cps: median(x.cps),
         p50: median(x.p50),
         p99: median(x.p99),
-        cpu: median(x.cpuPerConn),
+        cpu: median(x.cpu),
+        sys: median(x.sys),
+        gen: median(x.gen),
       };
     };
     const d = m("direct");
     const h = m("haproxy");
     const p = m("passlb");
     console.log(`rounds: ${rounds} (medians)`);
-    console.log("path      throughput MB/s   connections/s   CPU µs/conn   p50 µs   p99 µs   added p99 µs");
+    console.log(
+      "path      throughput MB/s   connections/s   CPU µs/conn (sys)   client µs/conn   p50 µs   p99 µs   added p99 µs",
+    );
+    const f = (x: number, w: number) => (Number.isNaN(x) ? "-" : x.toFixed(0)).padStart(w);
     for (const [name, x] of [
       ["direct", d],
       ["haproxy", h],
@@ -370,10 +397,14 @@ async function main(): Promise<void> {
       ...(NAIVE ? [["naive", m("naive")] as const] : []),
     ] as const)
       console.log(
-        `${name.padEnd(9)} ${x.mbps.toFixed(0).padStart(15)} ${x.cps.toFixed(0).padStart(15)} ${x.cpu.toFixed(0).padStart(13)} ${x.p50.toFixed(0).padStart(8)} ${x.p99.toFixed(0).padStart(8)} ${(name === "direct" ? "-" : (x.p99 - d.p99).toFixed(0)).padStart(14)}`,
+        `${name.padEnd(9)} ${f(x.mbps, 15)} ${f(x.cps, 15)} ${f(x.cpu, 11)} ${`(${f(x.sys, 0)})`.padStart(7)} ${f(x.gen, 16)} ${f(x.p50, 8)} ${f(x.p99, 8)} ${(name === "direct" ? "-" : f(x.p99 - d.p99, 0)).padStart(14)}`,
       );
+    const cpuTotal = process.cpuUsage();
     console.log(
-      `ratio passlb/haproxy: throughput ${(p.mbps / h.mbps).toFixed(2)} (goal ≥ 1.0), connection rate ${(p.cps / h.cps).toFixed(2)} (goal ≥ 0.7)`,
+      `load average (1 min) from ${loads[0]!.toFixed(2)} to ${loads.at(-1)!.toFixed(2)} (max ${Math.max(...loads).toFixed(2)}); load generator CPU ${((cpuTotal.user + cpuTotal.system) / 1e6).toFixed(1)} s`,
+    );
+    console.log(
+      `ratio passlb/haproxy (median of rounds):${quick ? "" : ` throughput ${median(ratios.mbps).toFixed(2)} (goal ≥ 1.0),`} connection rate ${median(ratios.cps).toFixed(2)} (goal ≥ 0.7), CPU per connection ${median(ratios.cpu).toFixed(1)}×${quick ? "" : `; added p99 at 1,000 requests/s: passlb ${f(p.p99 - d.p99, 0)} µs, haproxy ${f(h.p99 - d.p99, 0)} µs`}`,
     );
   } finally {
     await Promise.all(

@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   api_unreachable: "the Kubernetes API server could not be reached",
   api_config_invalid: "the kubeconfig or in-cluster configuration could not be loaded",
   api_request_failed: "the Kubernetes API server answered a request with an error status",
+  announce_failed: "ip or arping refused a VIP address change or announcement on the segment",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -12,6 +12,7 @@ const PURE_FILES = [
   /^src\/dataplane\/maglev[^/]*\.ts$/,
   /^src\/dataplane\/forwarding-state[^/]*\.ts$/,
   /^src\/dataplane\/render\//,
+  /^src\/announce\/(vip-owners|peer-liveness|lb-peers)[^/]*\.ts$/,
   /^src\/health\/state[^/]*\.ts$/,
   /^src\/web\/(dashboard-state|backend-states|health-lookup|finding-event|pool-usage)[^/]*\.ts$/,
 ];

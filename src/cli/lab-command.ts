@@ -156,7 +156,7 @@ function statusText(name: string, options: LabOptions): string {
   if (!s.state) return `lab ${s.name}: not up (${s.namespaces.length} leftover namespaces)\n`;
   const rows: string[] = [];
   const l = s.state.layout;
-  for (const h of [l.lb, ...l.clients, ...l.nodes, ...l.pods]) {
+  for (const h of [l.lb, ...(l.lbHosts ?? []), ...l.clients, ...l.nodes, ...l.pods]) {
     const procs = s.state.processes.filter((p) => p.host === h.name);
     const present = s.namespaces.includes(h.ns) ? "" : " (namespace missing)";
     const ps = procs.map((p) => `${p.role} ${p.pid} ${s.alive.get(p.pid) ? "alive" : "dead"}`).join(", ");

@@ -116,11 +116,9 @@ export function registerLbCommand(
     const lb = new UserspaceLb({
       seed: 0x5eed,
       proxyProtocol: opts.proxyProtocol ?? false,
-      onEvent: (e) => {
-        if ((e.kind === "connection" || e.kind === "flow") && e.node)
-          obs.observer.connection(e.service, e.node);
-      },
     });
+    // connections and bytes: the LB's own tallies, read at each scrape and dashboard refresh
+    obs.observer.traffic(() => lb.trafficTotals());
     const apply = async () => {
       const since = Date.now();
       const fw = plans.map((p) => serviceForwarding(p, prober.lookup, { seed: 0x5eed }));

@@ -13,6 +13,8 @@
  * Wiring only. Exit codes: 0 stopped cleanly (or `--once` synced), 1 the sync failed or
  * nft is unusable, 2 bad flags or unreadable input at start.
  */
+
+import { lbPeersFromNodes } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
@@ -21,12 +23,20 @@ import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
 import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
+import { natClaimRuleset } from "../dataplane/render/nat-claim.ts";
 import { PasslbError } from "../errors.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
+import {
+  type Announce,
+  type AnnounceFlags,
+  addAnnounceOptions,
+  announceConfig,
+  startAnnounce,
+} from "./lb-announce.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
@@ -36,7 +46,7 @@ export interface KubeLbRun {
   readonly prepare: (read: Extract<SourceRead, { ok: true }>) => { snapshot: Snapshot; degraded: boolean };
 }
 
-export interface NftLbFlags {
+export interface NftLbFlags extends AnnounceFlags {
   filename: string[];
   manifests: string[];
   table: string;
@@ -76,6 +86,7 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "nftables: how often to read the per-node counters into metrics (0: never)",
       "10000",
     );
+  addAnnounceOptions(command);
 }
 
 export async function runNftablesLb(
@@ -107,6 +118,9 @@ export async function runNftablesLb(
   if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
     return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
+  const announceWith = announceConfig(flags);
+  if (typeof announceWith === "string") return usage(io, announceWith);
+
   const nft = adapters.nft ?? createNftApplier();
   try {
     await nft.dump(flags.table, { terse: true });
@@ -123,8 +137,13 @@ export async function runNftablesLb(
     pendingSince ??= performance.now();
   };
   let lastNote = "";
+  let synced: () => void = () => {};
+  const firstSync = new Promise<void>((r) => {
+    synced = r;
+  });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
+    if (e.kind === "synced") synced();
     if (!obs) return;
     if (e.kind === "synced") {
       if (e.mode !== "noop") obs.metrics.nftTransaction(e.mode, true, e.ms / 1000);
@@ -185,6 +204,41 @@ export async function runNftablesLb(
     driftCheckMs: flags.once ? 0 : driftMs,
     onEvent: log,
   });
+  if (flags.claimNat) {
+    try {
+      await nft.apply(natClaimRuleset(flags.table));
+    } catch (e) {
+      io.stderr(`error: --claim-nat: ${(e as Error).message}\n`);
+      return 1;
+    }
+  }
+  // L2 announcement (--announce l2): started after the first sync, so a VIP is taken only
+  // once this host can forward it; VIPs and (with --peer-label) peers follow each read
+  let announce: Announce | undefined;
+  let lastVips: string[] = [];
+  let lastNodes: Snapshot["nodes"] = [];
+  const announceRead = (snapshot: Snapshot, plans: ReturnType<typeof planSnapshot>["plans"]) => {
+    lastVips = plans.flatMap((p) => p.vips.map((v) => v.address));
+    lastNodes = snapshot.nodes;
+    announce?.setVips(lastVips);
+    if (announceWith?.peerLabel) announce?.setPeers(lbPeersFromNodes(snapshot.nodes, announceWith.peerLabel));
+  };
+  const beginAnnounce = async (): Promise<boolean> => {
+    if (!announceWith) return true;
+    await Promise.race([firstSync, new Promise((r) => setTimeout(r, 10_000))]);
+    const started = await startAnnounce(
+      announceWith,
+      (line) => io.stderr(`passlb lb: ${line}\n`),
+      announceWith.peerLabel ? lbPeersFromNodes(lastNodes, announceWith.peerLabel) : announceWith.peers,
+    );
+    if (typeof started === "string") {
+      io.stderr(`error: --announce l2: ${started}\n`);
+      return false;
+    }
+    announce = started;
+    announce.setVips(lastVips);
+    return true;
+  };
   if (kube) {
     await controller.start();
     const dashboard = await obs?.serve();
@@ -196,6 +250,7 @@ export async function runNftablesLb(
         if (!read.ok) return;
         const next = kube.prepare(read);
         const plans = planSnapshot(next.snapshot, { vipSource: "status" }).plans;
+        announceRead(next.snapshot, plans);
         prober?.setPlans(plans);
         obs?.metrics.ipPools(poolUsage(next.snapshot.config.pools, plans));
         changed();
@@ -219,7 +274,9 @@ export async function runNftablesLb(
           code = 1;
         } else io.stderr(`passlb lb: ${outcome.mode} sync, ${outcome.bytes} bytes\n`);
       }
-    } else await aborted;
+    } else if (await beginAnnounce()) await aborted;
+    else code = 1;
+    await announce?.stop();
     await kube.source.close();
     await controller.stop();
     await prober?.close();
@@ -233,6 +290,7 @@ export async function runNftablesLb(
       const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
       for (const p of problems) io.stderr(`passlb lb: input problem: ${p}\n`);
       const plans = planSnapshot(decoded.snapshot).plans;
+      announceRead(decoded.snapshot, plans);
       prober?.setPlans(plans);
       healthVersion++; // new targets answer differently
       obs?.metrics.ipPools(poolUsage(decoded.snapshot.config.pools, plans));
@@ -259,6 +317,11 @@ export async function runNftablesLb(
     }
     io.stderr(`passlb lb: ${outcome.mode} sync, ${outcome.bytes} bytes\n`);
     return 0;
+  }
+  if (!(await beginAnnounce())) {
+    await controller.stop();
+    await prober?.close();
+    return 1;
   }
   const signal = shutdownSignal();
   watchManifests(paths, {
@@ -292,6 +355,7 @@ export async function runNftablesLb(
     else signal.addEventListener("abort", () => resolve(), { once: true });
   });
   if (counterTimer) clearInterval(counterTimer);
+  await announce?.stop();
   await controller.stop();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");

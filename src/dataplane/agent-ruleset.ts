@@ -9,8 +9,10 @@
  *   - a listener chain drops sources outside the ranges, marks Cluster traffic for
  *     masquerade, then DNATs to `numgen random` (or `jhash` of the client address for
  *     ClientIP affinity) mod N over a map of `address . port`;
- *   - `guard` (filter, after dstnat): what is still addressed to a VIP was not translated
- *     (no endpoint, or a refused source) and is dropped instead of being routed back out;
+ *   - `guard` (filter, after dstnat): what is still addressed to a VIP on a port no
+ *     listener serves is dropped instead of being routed back out (no endpoint and refused
+ *     sources are dropped in the listener chain already); a listener's packet whose NAT an
+ *     earlier nat chain claimed (an LB host that is also a node) passes, as with kube-proxy;
  *   - `postrouting` (nat, srcnat): marked packets to an endpoint on another node are
  *     masqueraded, so the reply returns through this node and is un-NATed here.
  * Established connections keep their translation in conntrack, so replacing the table
@@ -57,6 +59,12 @@ export function agentRuleset(rules: readonly AgentRule[]): string {
     out(`    type ${f.addrType}`);
     if (remote.length > 0) out(`    elements = { ${remote.join(", ")} }`);
     out("  }");
+    // the listener keys again, as a set the guard can test (a vmap cannot be used as one)
+    out(`  set served${f.n} {`);
+    out(`    type ${f.addrType} . inet_proto . inet_service`);
+    if (mine.length > 0)
+      out(`    elements = { ${mine.map((r) => `${r.vip} . ${r.protocol} . ${r.port}`).join(", ")} }`);
+    out("  }");
     out(`  map listeners${f.n} {`);
     out(`    type ${f.addrType} . inet_proto . inet_service : verdict`);
     if (mine.length > 0) {
@@ -96,6 +104,11 @@ export function agentRuleset(rules: readonly AgentRule[]): string {
   }
   out("  chain guard {");
   out("    type filter hook prerouting priority dstnat + 10; policy accept;");
+  // A listener's packet still addressed to the VIP here had its NAT claimed by a chain
+  // before ours (an LB host's passlb lb, docs/dataplane-nftables.md): kube-proxy lets such
+  // packets pass, and so do we. What nobody serves is dropped.
+  out("    ip daddr . meta l4proto . th dport @served4 accept");
+  out("    ip6 daddr . meta l4proto . th dport @served6 accept");
   out("    ip daddr @vips4 drop");
   out("    ip6 daddr @vips6 drop");
   out("  }");

@@ -35,32 +35,72 @@ export type ClientAddress = { readonly srcAddr: string };
 
 export type FlowKey = FiveTuple | ClientAddress;
 
-/** Seeded 32-bit hash of a flow key (unsigned). Throws TypeError on a malformed address or port. */
+/** Room for the longest encoding: two IPv6 addresses with their lengths, ports and protocol. */
+const scratch = new Uint8Array(3 + 16 + 16 + 5);
+
+/**
+ * Seeded 32-bit hash of a flow key (unsigned). Throws TypeError on a malformed address or port.
+ * Runs once per new connection, so it encodes into one reused buffer: no allocation for
+ * IPv4 keys.
+ */
 export function flowHash(key: FlowKey, seed: number): number {
-  const src = addressBytes(key.srcAddr);
+  const bytes = scratch;
   if (!("protocol" in key)) {
-    const bytes = new Uint8Array(2 + src.length);
     bytes[0] = 0x02;
-    bytes[1] = src.length;
-    bytes.set(src, 2);
-    return murmur3(bytes, seed);
+    const n = writeAddress(bytes, 2, key.srcAddr);
+    bytes[1] = n;
+    return murmur3(bytes, seed, 2 + n);
   }
-  const dst = addressBytes(key.dstAddr);
-  const bytes = new Uint8Array(3 + src.length + dst.length + 5);
   let at = 0;
   bytes[at++] = 0x01;
-  bytes[at++] = src.length;
-  bytes.set(src, at);
-  at += src.length;
-  bytes[at++] = dst.length;
-  bytes.set(dst, at);
-  at += dst.length;
+  const src = writeAddress(bytes, at + 1, key.srcAddr);
+  bytes[at] = src;
+  at += 1 + src;
+  const dst = writeAddress(bytes, at + 1, key.dstAddr);
+  bytes[at] = dst;
+  at += 1 + dst;
   at = writePort(bytes, at, key.srcPort);
   at = writePort(bytes, at, key.dstPort);
   const protocol = PROTOCOL_NUMBERS[key.protocol];
   if (protocol === undefined) throw new TypeError(`flowHash: unknown protocol ${String(key.protocol)}`);
   bytes[at] = protocol;
-  return murmur3(bytes, seed);
+  return murmur3(bytes, seed, at + 1);
+}
+
+/** Writes the address bytes at `at`; returns how many (4 or 16). */
+function writeAddress(into: Uint8Array, at: number, text: string): number {
+  if (writeIpv4(into, at, text)) return 4;
+  const b = addressBytes(text);
+  into.set(b, at);
+  return b.length;
+}
+
+/**
+ * The dotted-quad fast path, same rules as `ipv4Bytes` (four 1–3 digit parts, each ≤ 255,
+ * no leading zero) without a regular expression; false sends the caller to the full parser.
+ */
+function writeIpv4(into: Uint8Array, at: number, text: string): boolean {
+  const length = text.length;
+  if (length < 7 || length > 15) return false;
+  let part = 0;
+  let value = 0;
+  let digits = 0;
+  let first = 0;
+  for (let i = 0; i <= length; i++) {
+    const c = i === length ? 0x2e : text.charCodeAt(i);
+    if (c === 0x2e) {
+      if (digits === 0 || value > 255 || (digits > 1 && first === 0x30) || part > 3) return false;
+      into[at + part] = value;
+      part++;
+      value = 0;
+      digits = 0;
+    } else if (c >= 0x30 && c <= 0x39) {
+      if (digits === 0) first = c;
+      if (++digits > 3) return false;
+      value = value * 10 + (c - 0x30);
+    } else return false;
+  }
+  return part === 4;
 }
 
 function writePort(bytes: Uint8Array, at: number, port: number): number {

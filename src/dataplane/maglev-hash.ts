@@ -17,8 +17,7 @@ const C2 = 0x1b873593;
 const utf8 = new TextEncoder();
 
 /** MurmurHash3_x86_32 of `bytes` with a 32-bit `seed`; returns an unsigned 32-bit integer. */
-export function murmur3(bytes: Uint8Array, seed: number): number {
-  const length = bytes.length;
+export function murmur3(bytes: Uint8Array, seed: number, length = bytes.length): number {
   const whole = length & ~3;
   let h = seed | 0;
   let i = 0;

@@ -22,7 +22,7 @@ import {
 } from "./maglev.ts";
 import { fillSlots } from "./maglev-fill.ts";
 import { addressBytes, flowHash } from "./maglev-flow-hash.ts";
-import { finalMix32, hashString } from "./maglev-hash.ts";
+import { finalMix32, hashString, murmur3 } from "./maglev-hash.ts";
 import { DEFAULT_MAGLEV_SIZE, isPrime, MAGLEV_SIZES, maglevSizeFor, nextPrime } from "./maglev-size.ts";
 
 const equal = (names: readonly string[]): MaglevBackend[] => names.map((name) => ({ name, weight: 1 }));
@@ -395,6 +395,44 @@ describe("lookupBackend and flowHash", () => {
       assert.throws(() => addressBytes(bad), TypeError, bad);
     }
     assert.throws(() => flowHash({ ...tuple, dstPort: 70000 }, 1), /port/);
+  });
+
+  it("hashes the documented byte encoding (the reused-buffer fast path changes no value)", () => {
+    // the encoding from maglev-flow-hash.ts's header, built the slow way
+    const reference = (
+      k: { srcAddr: string; srcPort: number; dstAddr: string; dstPort: number },
+      seed: number,
+    ) => {
+      const src = addressBytes(k.srcAddr);
+      const dst = addressBytes(k.dstAddr);
+      const bytes = [1, src.length, ...src, dst.length, ...dst, k.srcPort >> 8, k.srcPort & 255];
+      bytes.push(k.dstPort >> 8, k.dstPort & 255, 6);
+      return murmur3(Uint8Array.from(bytes), seed);
+    };
+    const v4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((p) => p.join("."));
+    const v6 = fc.ipV6();
+    fc.assert(
+      fc.property(
+        fc.oneof(v4, v6),
+        fc.oneof(v4, v6),
+        fc.nat(65535),
+        fc.nat(65535),
+        seed32,
+        (a, b, sp, dp, seed) => {
+          const k = { srcAddr: a, srcPort: sp, dstAddr: b, dstPort: dp };
+          assert.equal(flowHash({ protocol: "TCP", ...k }, seed), reference(k, seed));
+          const src = addressBytes(a);
+          assert.equal(
+            flowHash({ srcAddr: a }, seed),
+            murmur3(Uint8Array.from([2, src.length, ...src]), seed),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // near-misses of a dotted quad take the full parser and fail there
+    for (const bad of ["1.2.3.4.", ".1.2.3", "1.2.3.04", "1.2.3.1000", "1.2. 3.4"])
+      assert.throws(() => flowHash({ srcAddr: bad }, 1), TypeError, bad);
   });
 
   it("spreads client addresses evenly over backends", () => {

@@ -17,7 +17,8 @@
  *
  * It does not choose VIPs (the planner does) and does not run anything.
  */
-import type { Topology, TopologyPod } from "./topology.ts";
+import { type LabLbHost, labLbHosts, lbHostCommands } from "./lab-lb-hosts.ts";
+import { lbHostNames, type Topology, type TopologyPod } from "./topology.ts";
 
 export type HostRole = "lb" | "client" | "node" | "pod";
 
@@ -54,7 +55,10 @@ export interface LabLayout {
   readonly name: string;
   /** every namespace of this lab starts with it: `plb-<name>-` */
   readonly prefix: string;
+  /** the LB host; with `lbHosts` ≥ 2 only the segments' router (lab-lb-hosts.ts) */
   readonly lb: LabHost;
+  /** LB hosts on the shared client segment (empty in the classic lab) */
+  readonly lbHosts: readonly LabLbHost[];
   readonly zones: readonly LabZone[];
   readonly clients: readonly LabHost[];
   readonly nodes: readonly LabNode[];
@@ -134,15 +138,29 @@ export function labLayout(t: Topology): LabLayout {
     });
   });
   if (podIndex > 62) throw new Error(`the lab has room for 62 pods (203.0.113.65-126), not ${podIndex}`);
+  const lbHosts = labLbHosts(lbHostNames(t), ns);
+  const sysctl = (h: LabHost, settings: readonly string[]) => [
+    "ip",
+    "netns",
+    "exec",
+    h.ns,
+    "sh",
+    "-c",
+    procSysScript(settings),
+  ];
   return {
     name: t.name,
     prefix,
     lb,
+    lbHosts,
     zones,
     clients,
     nodes,
     pods,
-    commands: buildCommands(lb, zones, clients, nodes),
+    commands: [
+      ...buildCommands(lb, zones, clients, nodes),
+      ...lbHostCommands(lb, lbHosts, clients, { clients: CLIENT_BRIDGE, nodes: NODE_BRIDGE }, sysctl),
+    ],
   };
 }
 

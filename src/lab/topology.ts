@@ -1,6 +1,6 @@
 /**
  * The lab's topology file (`topology.yaml`, docs/lab.md "Topology file"): zones with
- * client hosts and nodes, pods per node, one LB host, and where the Services and the
+ * client hosts and nodes, pods per node, one LB host or several on a shared segment, and where the Services and the
  * PasslbConfig come from. Decoded with zod, so every mistake names its field. Pure: the
  * text comes in, paths stay as written (the adapter resolves them against the file).
  * Addresses are not written here; `lab-layout.ts` derives them from positions.
@@ -49,6 +49,13 @@ export const TopologySchema = z.strictObject({
   /** the namespace of pods that do not name one */
   namespace: name.default("default"),
   lb: z.strictObject({ name: name.default("lb") }).default({ name: "lb" }),
+  /**
+   * LB hosts on one shared segment with the clients (docs/lab.md "Several LB hosts"): 1 =
+   * the classic lab (the `lb` host routes and load-balances); 2-4 = `<lb>-1 … <lb>-n` hold
+   * elected VIPs on the client segment and the `lb` host only routes. Optional (absent = 1)
+   * so that code building a Topology in memory need not name it.
+   */
+  lbHosts: z.number().int().min(1).max(4).optional(),
   zones: z.array(ZoneSchema).min(1).max(4),
 });
 
@@ -82,6 +89,7 @@ function duplicateNames(t: Topology): string[] {
     hosts.add(n);
   };
   host(t.lb.name);
+  for (const h of lbHostNames(t)) host(h);
   for (const z of t.zones) {
     for (const c of z.clients) host(c);
     for (const n of z.nodes) {
@@ -95,4 +103,10 @@ function duplicateNames(t: Topology): string[] {
     }
   }
   return problems;
+}
+
+/** The names of the LB hosts on the shared segment (none in the classic, single-LB lab). */
+export function lbHostNames(t: Pick<Topology, "lb" | "lbHosts">): string[] {
+  const n = t.lbHosts ?? 1;
+  return n < 2 ? [] : Array.from({ length: n }, (_, i) => `${t.lb.name}-${i + 1}`);
 }

@@ -111,6 +111,8 @@ export class QuickstartRun {
       clientZone: (a) => this.#clientZone(a),
       onEvent: (e) => this.#onLbEvent(e),
     });
+    const lb = this.#lb;
+    this.#o.observer?.traffic(() => lb.trafficTotals());
   }
 
   get plans(): readonly LoadBalancerPlan[] {
@@ -232,8 +234,6 @@ export class QuickstartRun {
   }
 
   #onLbEvent(e: LbEvent): void {
-    if ((e.kind === "connection" || e.kind === "flow") && e.node)
-      this.#o.observer?.connection(e.service, e.node);
     if (e.kind === "denied") this.#recent.record(e.service, "(refused: source range)", this.#now());
     else if (e.kind === "no_backend") this.#recent.record(e.service, "(no backend)", this.#now());
   }

@@ -21,6 +21,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { MaglevTable } from "../dataplane/maglev.ts";
 import { slotsMoved } from "../dataplane/maglev.ts";
+import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { Finding } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
 
@@ -34,7 +35,8 @@ const FAST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 const PROGRAMMING_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60];
 const RATIO = [0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1];
 
-function define(registry: Registry) {
+/** `beforeScrape` runs when a scrape reads the traffic counters (pulls data-plane totals). */
+function define(registry: Registry, beforeScrape: () => void) {
   const r = [registry];
   return {
     servicesProgrammed: new Gauge({
@@ -128,12 +130,14 @@ function define(registry: Registry) {
       help: "Connections (TCP) and flows (UDP) sent to a backend node, per Service.",
       labelNames: ["service", "node"] as const,
       registers: r,
+      collect: beforeScrape,
     }),
     bytes: new Counter({
       name: "passlb_bytes_total",
       help: "Bytes forwarded per Service and backend node, by direction (to_backend, to_client).",
       labelNames: ["service", "node", "direction"] as const,
       registers: r,
+      collect: beforeScrape,
     }),
     nodePackets: new Counter({
       name: "passlb_node_forwarded_packets_total",
@@ -199,9 +203,10 @@ export class Metrics {
   readonly #m: Defined;
   /** last table per `service listener` for rebuild and slots-moved accounting */
   readonly #tables = new Map<string, MaglevTable>();
+  #traffic: (() => readonly TrafficTotals[]) | undefined;
 
   constructor(options: MetricsOptions = {}) {
-    this.#m = define(this.registry);
+    this.#m = define(this.registry, () => this.pullTraffic());
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -282,6 +287,30 @@ export class Metrics {
     }
   }
 
+  byteTotals(service: string, node: string, direction: Direction, total: number): void {
+    this.#setCounter(this.#m.bytes, { service, node, direction }, total);
+  }
+
+  /**
+   * A data plane that keeps its own running totals (the userspace LB's tallies,
+   * traffic-counters.ts): read at every scrape of the connection and byte counters, so
+   * the proxy's per-connection path never touches prom-client.
+   */
+  trafficSource(read: () => readonly TrafficTotals[]): void {
+    this.#traffic = read;
+  }
+
+  /** Takes the source's totals now (a scrape does this too). */
+  pullTraffic(): void {
+    const read = this.#traffic;
+    if (!read) return;
+    for (const t of read()) {
+      this.connectionTotals(t.service, t.node, t.connections);
+      this.byteTotals(t.service, t.node, "to_backend", t.bytesToBackend);
+      this.byteTotals(t.service, t.node, "to_client", t.bytesToClient);
+    }
+  }
+
   reconcile(controller: string, outcome: ReconcileOutcome): void {
     this.#m.reconciles.inc({ controller, outcome });
   }
@@ -342,13 +371,9 @@ export class Metrics {
     for (const i of issues.values()) m.issues.set({ code: i.code, severity: i.severity }, i.n);
   }
 
-  #setCounter(
-    c: Counter<"service" | "node">,
-    labels: { service: string; node: string },
-    total: number,
-  ): void {
+  #setCounter<L extends string>(c: Counter<L>, labels: Record<L, string>, total: number): void {
     // prom-client counters only go up; a kernel counter that was reset (table rebuilt) restarts from it
-    const key = `${labels.service}\u0000${labels.node}`;
+    const key = `${c === this.#m.bytes ? "b" : "c"}\u0000${Object.values(labels).join("\u0000")}`;
     const last = this.#totals.get(key) ?? 0;
     const delta = total >= last ? total - last : total;
     this.#totals.set(key, total);

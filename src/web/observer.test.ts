@@ -87,6 +87,40 @@ test("connection shares over the window; old seconds drop out; events are bounde
   );
 });
 
+test("with a traffic source: shares and counters come from the data plane's running totals", async () => {
+  const { observer, advance } = setup();
+  observer.forwarding(webPlans().map((p) => serviceForwarding(p, () => ({ state: "healthy" }), { seed: 1 })));
+  const totals = new Map<string, { connections: number; bytesToBackend: number; bytesToClient: number }>([
+    ["node-a", { connections: 0, bytesToBackend: 0, bytesToClient: 0 }],
+    ["node-b", { connections: 0, bytesToBackend: 0, bytesToClient: 0 }],
+  ]);
+  observer.traffic(() => [...totals].map(([node, t]) => ({ service: "default/web", node, ...t })));
+  totals.set("node-a", { connections: 6, bytesToBackend: 600, bytesToClient: 6000 });
+  totals.set("node-b", { connections: 2, bytesToBackend: 200, bytesToClient: 2000 });
+  const share = () =>
+    observer
+      .state()
+      .services.find((s) => s.service === "default/web")!
+      .nodes.filter((n) => n.node !== "node-c")
+      .map((n) => [n.node, n.connections, n.connectionShare]);
+  assert.deepEqual(share(), [
+    ["node-a", 6, 0.75],
+    ["node-b", 2, 0.25],
+  ]);
+  // a read long after the last one counts only the window's part, shares intact
+  advance(40_000);
+  totals.set("node-a", { connections: 6 + 40, bytesToBackend: 600, bytesToClient: 6000 });
+  totals.set("node-b", { connections: 2 + 40, bytesToBackend: 200, bytesToClient: 2000 });
+  assert.deepEqual(share(), [
+    ["node-a", 10, 0.5],
+    ["node-b", 10, 0.5],
+  ]);
+  const text = await observer.metrics.text();
+  assert.match(text, /passlb_connections_total\{service="default\/web",node="node-a"\} 46/);
+  assert.match(text, /passlb_bytes_total\{service="default\/web",node="node-b",direction="to_client"\} 2000/);
+  assert.match(text, /passlb_bytes_total\{service="default\/web",node="node-a",direction="to_backend"\} 600/);
+});
+
 test("a backend whose state changes between two forwardings is one backend_state event", () => {
   const { observer, lines } = setup();
   const plans = webPlans();

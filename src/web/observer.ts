@@ -9,7 +9,10 @@
  *                            — so a health source without transition events still shows them)
  *   proberEvent(e)           a health transition or weight change from prober.ts
  *   probeFinished(node, ok, seconds)
- *   connection(service, node)  one new connection/flow (userspace data plane)
+ *   connection(service, node)  one new connection/flow, for a data plane that reports each
+ *   traffic(read)            or: a data plane's running totals (the userspace LB's tallies),
+ *                            read at each scrape and each `state()`; new connections since the
+ *                            last read count towards the recent shares
  *   finding(f)               a finding (plan issue, agent, data plane)
  *   note(event)              anything else worth showing (reload, agent stopped)
  *   state()                  the `/api/v1/state` view (dashboard-state.ts)
@@ -18,6 +21,7 @@
  * `maxEvents` events are kept. Time comes from the injected `now`.
  */
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
+import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
@@ -55,6 +59,10 @@ export class Observer {
   readonly #issues = new Map<string, Finding>();
   /** `service\0node` → state at the last forwarding */
   #states = new Map<string, BackendState>();
+  #traffic: (() => readonly TrafficTotals[]) | undefined;
+  /** `service\0node` → connections total at the last read, and when that was */
+  readonly #lastTotals = new Map<string, number>();
+  #lastRead = 0;
 
   constructor(options: ObserverOptions) {
     this.#o = options;
@@ -129,11 +137,41 @@ export class Observer {
 
   connection(service: string, node: string): void {
     this.#o.metrics.connection(service, node);
-    const key = `${service}\u0000${node}`;
-    const second = Math.floor(this.#o.now() / 1000);
+    this.#addRecent(`${service}\u0000${node}`, this.#o.now(), 1);
+  }
+
+  /** Use a data plane's running totals instead of `connection()` calls (see the header). */
+  traffic(read: () => readonly TrafficTotals[]): void {
+    this.#traffic = read;
+    this.#lastRead = this.#o.now();
+    this.#o.metrics.trafficSource(read);
+  }
+
+  #addRecent(key: string, now: number, n: number): void {
+    const second = Math.floor(now / 1000);
     const buckets = this.#recent.get(key) ?? new Map<number, number>();
     this.#recent.set(key, buckets);
-    buckets.set(second, (buckets.get(second) ?? 0) + 1);
+    buckets.set(second, (buckets.get(second) ?? 0) + n);
+  }
+
+  /**
+   * New connections since the last read go into the current second. When the last read is
+   * older than the window, only the window's part of them is counted (spread evenly):
+   * the shares between nodes stay right, the count is an estimate.
+   */
+  #readTraffic(now: number, windowMs: number): void {
+    const read = this.#traffic;
+    if (!read) return;
+    const elapsed = now - this.#lastRead;
+    this.#lastRead = now;
+    const scale = elapsed > windowMs ? windowMs / elapsed : 1;
+    for (const t of read()) {
+      const key = `${t.service}\u0000${t.node}`;
+      const before = this.#lastTotals.get(key) ?? 0;
+      this.#lastTotals.set(key, t.connections);
+      const delta = t.connections >= before ? t.connections - before : t.connections;
+      if (delta > 0) this.#addRecent(key, now, delta * scale);
+    }
   }
 
   /** A finding stays on the page until `clearFinding(code, subject)` or a new set replaces it. */
@@ -163,6 +201,7 @@ export class Observer {
   state(): DashboardState {
     const now = this.#o.now();
     const windowMs = this.#o.windowMs ?? 10_000;
+    this.#readTraffic(now, windowMs);
     const from = Math.floor((now - windowMs) / 1000);
     const recent = new Map<string, Map<string, number>>();
     for (const [key, buckets] of this.#recent) {
@@ -176,7 +215,7 @@ export class Observer {
       const [service, node] = key.split("\u0000") as [string, string];
       const m = recent.get(service) ?? new Map<string, number>();
       recent.set(service, m);
-      m.set(node, n);
+      m.set(node, Math.round(n));
     }
     return dashboardState({
       now,

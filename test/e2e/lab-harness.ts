@@ -102,7 +102,7 @@ export class Lab {
 
   host(name: string) {
     const l = this.state.layout;
-    const h = [l.lb, ...l.clients, ...l.nodes, ...l.pods].find((x) => x.name === name);
+    const h = [l.lb, ...(l.lbHosts ?? []), ...l.clients, ...l.nodes, ...l.pods].find((x) => x.name === name);
     if (!h) throw new Error(`no host ${name}`);
     return h;
   }

@@ -23,6 +23,12 @@ const FLAGS: NftLbFlags = {
   probe: false,
   pollMs: "1000",
   driftCheckMs: "0",
+  announce: "none",
+  peers: [],
+  heartbeatPort: "7480",
+  heartbeatMs: "200",
+  deadAfterMs: "1000",
+  handoverMs: "300",
 };
 
 async function scenario(t: TestContext, nft: NftApplier, sent: () => number): Promise<void> {

@@ -1,9 +1,11 @@
 /**
  * The userspace LB's socket behaviour on loopback (127.0.6.0/24 for backends and VIPs,
- * 127.0.7.0/24 for clients): half-close, backpressure isolation, a refusing node, source
- * ranges for TCP, the PROXY v2 header, and nothing left open after close().
+ * 127.0.7.0/24 for clients): half-close (also a bare FIN sent before the node answered),
+ * backpressure isolation, a refusing node, source ranges for TCP, the PROXY v2 header, the
+ * traffic tallies (TCP and UDP), and nothing left open after close().
  */
 import assert from "node:assert/strict";
+import { createSocket } from "node:dgram";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { ALL_UNKNOWN, serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
@@ -92,6 +94,11 @@ test("half-close: the client's FIN reaches the node, whose answer still comes ba
   assert.equal(await exchange("127.0.6.10", "abc"), "abcdone");
 });
 
+test("a FIN with no data, sent before the node answered, still reaches the node", async () => {
+  // 127.0.6.12 first tries the refusing node for some clients: the client's FIN is in by then
+  for (let i = 0; i < 20; i++) assert.equal(await exchange("127.0.6.12", ""), "done");
+});
+
 test("a stuck node holds only its own connection; others flow meanwhile", async () => {
   const stuck = connect({ host: "127.0.6.11", port: PORT });
   stuck.on("error", () => {});
@@ -106,8 +113,23 @@ test("a stuck node holds only its own connection; others flow meanwhile", async 
   stuck.destroy();
 });
 
-test("a node that refuses: the connection is retried on another member", async () => {
+test("a node that refuses: the connection is retried on another member; the tallies count what reached a node", async () => {
   for (let i = 0; i < 20; i++) assert.equal(await exchange("127.0.6.12", "r"), "rdone");
+  const mine = lb
+    .trafficTotals()
+    .filter((t) => t.service === "t/127.0.6.12")
+    .sort((a, b) => a.node.localeCompare(b.node));
+  assert.deepEqual(mine, [
+    // 20 here and 20 in the empty-FIN test above (which got "done" each)
+    {
+      service: "t/127.0.6.12",
+      node: "echo",
+      connections: 40,
+      bytesToBackend: 20,
+      bytesToClient: 20 * 5 + 20 * 4,
+    },
+    { service: "t/127.0.6.12", node: "gone", connections: 0, bytesToBackend: 0, bytesToClient: 0 },
+  ]);
 });
 
 test("TCP source ranges: outside is reset, inside is served", async () => {
@@ -132,6 +154,35 @@ test("PROXY v2: the node reads the client address and the VIP first", async () =
     }
   } finally {
     await pp.close();
+  }
+});
+
+test("UDP: flows and datagram bytes are tallied per node", async () => {
+  const udp = new UserspaceLb({ seed: 7, udpIdleMs: 5000 });
+  const node = createSocket("udp4");
+  node.on("message", (m, r) => node.send(Buffer.concat([m, m]), r.port, r.address));
+  await new Promise<void>((r) => node.bind(PORT, "127.0.6.5", r));
+  const client = createSocket("udp4");
+  try {
+    const plan = testPlan("127.0.6.15", PORT, PORT, { u: "127.0.6.5" }, (p) => {
+      p.listeners = [{ name: "", protocol: "UDP", port: PORT, nodePort: PORT, targetPort: PORT }];
+    });
+    assert.deepEqual(await udp.update([serviceForwarding(plan, ALL_UNKNOWN, { seed: 7 })]), []);
+    const answers: string[] = [];
+    client.on("message", (m) => answers.push(m.toString()));
+    for (const text of ["ab", "cde"]) {
+      client.send(text, PORT, "127.0.6.15");
+      const want = answers.length + 1;
+      for (let i = 0; i < 100 && answers.length < want; i++) await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.deepEqual(answers, ["abab", "cdecde"]);
+    assert.deepEqual(udp.trafficTotals(), [
+      { service: "t/127.0.6.15", node: "u", connections: 1, bytesToBackend: 5, bytesToClient: 10 },
+    ]);
+  } finally {
+    client.close();
+    node.close();
+    await udp.close();
   }
 });
 

@@ -133,13 +133,18 @@ export function servicePart(f: ServiceForwarding, ctx: PartContext): ServicePart
             return rules;
           }
           rules.push("ct mark @live meta mark set ct mark accept");
+          // The hash goes to the packet mark first and is then copied to conntrack: a packet
+          // conntrack has no entry for (judged invalid, as the ACK of a flow whose replies
+          // bypass this host — DSR on a shared segment — or untracked) is still marked and
+          // forwarded, statelessly, to the node the hash gives (`ct mark set` on such a
+          // packet does nothing; reading `ct mark` would end the rule).
           zoneRefs.forEach((z, i) => {
             rules.push(
-              `${ip} saddr @${z.set} ct mark set ${hashExpression(fam, clientOnly, z.size, seed)} map @${mapNames[i]} meta mark set ct mark accept`,
+              `${ip} saddr @${z.set} meta mark set ${hashExpression(fam, clientOnly, z.size, seed)} map @${mapNames[i]} ct mark set meta mark accept`,
             );
           });
           rules.push(
-            `ct mark set ${hashExpression(fam, clientOnly, l.table.size, seed)} map @${mapNames[zoneRefs.length]} meta mark set ct mark accept`,
+            `meta mark set ${hashExpression(fam, clientOnly, l.table.size, seed)} map @${mapNames[zoneRefs.length]} ct mark set meta mark accept`,
           );
           return rules;
         },

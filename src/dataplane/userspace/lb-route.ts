@@ -10,7 +10,8 @@
  *   zonal affinity, or the global table, looked up with the flow hash — the 5-tuple, or the
  *   client address alone under ClientIP affinity (DESIGN.md "Data path").
  * - A node the caller just failed to reach is avoided: the next backend in name order.
- * Pure apart from the affinity table, which takes `now`.
+ * Pure apart from the affinity table, which takes `now`. Runs once per new connection: a
+ * table lookup (O(1)) after a flow hash over a reused buffer.
  */
 
 import { type Cidr, cidrContains, parseCidr, parseIp } from "../../net/ip.ts";
@@ -18,6 +19,7 @@ import type { ActiveBackend, ListenerForwarding } from "../forwarding-state.ts";
 import { lookupBackend } from "../maglev.ts";
 import { flowHash } from "../maglev-flow-hash.ts";
 import type { FlowTable } from "./flow-table.ts";
+import type { NodeTraffic } from "./traffic-counters.ts";
 
 export interface LbRoute {
   readonly service: string;
@@ -27,6 +29,8 @@ export interface LbRoute {
   readonly sourceRanges: readonly Cidr[];
   readonly clientIpAffinity: boolean;
   readonly seed: number;
+  /** the traffic tallies of each backend node (traffic-counters.ts) */
+  readonly traffic: ReadonlyMap<string, NodeTraffic>;
 }
 
 export function sourceAllowed(ranges: readonly Cidr[], client: string): boolean {
@@ -54,7 +58,9 @@ export function chooseNode(
   avoid?: string,
 ): ActiveBackend | undefined {
   const fw = route.forwarding;
-  const affinityKey = `${route.service}|${fw.listener}|${client.address}`;
+  // built only under ClientIP affinity: the common path makes no string per connection
+  const affinityKey =
+    route.clientIpAffinity && affinity ? `${route.service}|${fw.listener}|${client.address}` : "";
   if (route.clientIpAffinity && affinity) {
     const kept = affinity.get(affinityKey, now);
     const b = kept === undefined ? undefined : route.backendsByNode.get(kept);

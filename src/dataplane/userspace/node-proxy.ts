@@ -17,14 +17,8 @@ import type { Server, Socket } from "node:net";
 import { flowHash } from "../maglev-flow-hash.ts";
 import type { NodePortRoute, NodeRoutes, PodTarget } from "./node-port-routes.ts";
 import { decodeProxyV2, encodeProxyV2 } from "./proxy-protocol.ts";
-import {
-  destroyAll,
-  listenTcp,
-  plainAddress,
-  readProxyHeader,
-  type SocketSet,
-  spliceTcp,
-} from "./tcp-proxy.ts";
+import { destroyAll, listenTcp } from "./tcp-listener.ts";
+import { plainAddress, readProxyHeader, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
 import { UdpRelay } from "./udp-proxy.ts";
 
 export interface NodeProxyEvent {
@@ -234,14 +228,16 @@ export class NodeProxy {
       return;
     }
     const header = this.#podHeader(route, "TCP", client, clientPort, t);
-    const ok = await spliceTcp(
+    spliceTcp(
       socket,
       { host: t.address, port: t.port },
       { connectTimeoutMs: this.#o.connectTimeoutMs ?? 3000, ...(header ? { header } : {}) },
       this.#sockets,
+      (ok) => {
+        this.#o.onEvent?.({ kind: ok ? "connection" : "unreachable", ...base, pod: t.pod });
+        if (!ok && !socket.destroyed) socket.resetAndDestroy();
+      },
     );
-    this.#o.onEvent?.({ kind: ok ? "connection" : "unreachable", ...base, pod: t.pod });
-    if (!ok && !socket.destroyed) socket.resetAndDestroy();
   }
 }
 

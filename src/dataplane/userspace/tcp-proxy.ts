@@ -1,17 +1,24 @@
 /**
  * Adapter: TCP plumbing shared by the userspace LB and the node proxy. `spliceTcp` joins
- * an accepted client socket to a new connection towards a target; `readProxyHeader`
- * takes a PROXY v2 header off the front of an accepted socket.
+ * an accepted client socket (tcp-listener.ts) to a new connection towards a target;
+ * `readProxyHeader` takes a PROXY v2 header off the front of an accepted socket.
  *
  * - Backpressure: each direction pauses its reader while the writer's buffer is full and
  *   resumes it on `drain`, so one slow peer holds only its own connection.
  * - Half-close: both sockets allow half-open; a FIN from one side becomes `end()` on the
  *   other, and the reverse direction keeps flowing until it ends too.
  * - Errors: a reset or error on either side destroys both; the connect has a deadline, so
- *   a dead backend costs one timer, cleared on every path.
+ *   a dead backend costs one entry in a shared deadline set (one sweep timer for all
+ *   pending connects, running only while some are pending).
+ * - Counting: bytes read from each side are added to the caller's `ByteTally` objects, one
+ *   addition per chunk and no allocation.
+ * Cost per connection is what the connection rate is made of (docs/benchmarks.md
+ * "Userspace proxy"): the event handlers below are module functions shared by every
+ * connection, finding their connection through one symbol-keyed field on each socket, so
+ * a connection allocates no closures or once-wrappers of its own; no Promise, no timer.
  * Deliberately not here: which target to pick (the callers decide from forwarding state).
  */
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { decodeProxyV2, type ProxyAddresses } from "./proxy-protocol.ts";
 
 export interface TcpTarget {
@@ -19,99 +26,212 @@ export interface TcpTarget {
   readonly port: number;
 }
 
+/** A running byte count that many connections add to (one per Service, node and direction). */
+export interface ByteTally {
+  bytes: number;
+}
+
 export interface SpliceOptions {
   readonly connectTimeoutMs: number;
   /** bytes written to the target before anything from the client (a PROXY header) */
-  readonly header?: Buffer;
+  readonly header?: Buffer | undefined;
   /** source address to connect from (a loopback address), when set */
-  readonly localAddress?: string;
+  readonly localAddress?: string | undefined;
+  /** bytes read from the client are added here */
+  readonly fromClient?: ByteTally | undefined;
+  /** bytes read from the target are added here */
+  readonly fromTarget?: ByteTally | undefined;
 }
 
 /** the live sockets of one splicer, so the owner can destroy them all on close */
 export type SocketSet = Set<Socket>;
 
-function track(set: SocketSet | undefined, s: Socket): void {
-  if (!set) return;
-  set.add(s);
-  s.once("close", () => set.delete(s));
+const CONNECTING = 0;
+const JOINED = 1;
+const FAILED = 2;
+
+/** One client joined (or being joined) to one target. */
+class Splice {
+  state: typeof CONNECTING | typeof JOINED | typeof FAILED = CONNECTING;
+  constructor(
+    readonly client: Socket,
+    readonly upstream: Socket,
+    readonly header: Buffer | undefined,
+    readonly fromClient: ByteTally,
+    readonly fromTarget: ByteTally,
+    readonly deadline: number,
+    readonly done: (ok: boolean) => void,
+  ) {}
 }
 
+const SPLICE = Symbol("passlb.splice");
+const OWNER = Symbol("passlb.socketSet");
+
+/** a socket as the shared handlers see it: its splice and the set it is tracked in */
+interface Tracked extends Socket {
+  [SPLICE]?: Splice;
+  [OWNER]?: SocketSet;
+}
+
+/** where counts go when the caller keeps none */
+const DISCARD: ByteTally = { bytes: 0 };
+
 /**
- * Connects to `target` and, once connected, joins it to `client`. Resolves true when the
- * connection was established (data then flows until both sides finish), false when the
- * target could not be reached in time — the client is left untouched so the caller may try
- * another target or destroy it.
+ * Connects to `target` and, once connected, joins it to `client`, then calls `done(true)`;
+ * data then flows until both sides finish. Calls `done(false)` when the target could not
+ * be reached in time or the client went away first — the client is left untouched so the
+ * caller may try another target or destroy it. `done` is called exactly once.
+ * The client must already have an `error` listener (listenTcp's sockets do): its errors
+ * reach the splice as a close with `hadError`.
  */
 export function spliceTcp(
   client: Socket,
   target: TcpTarget,
   options: SpliceOptions,
-  sockets?: SocketSet,
-): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (client.destroyed) {
-      resolve(false);
-      return;
-    }
-    const upstream = connect({
-      host: target.host,
-      port: target.port,
-      allowHalfOpen: true,
-      noDelay: true,
-      ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
-    });
-    track(sockets, upstream);
-    let settled = false;
-    const timer = setTimeout(() => fail(), options.connectTimeoutMs);
-    const onClientGone = () => fail();
-    client.once("close", onClientGone);
-    function fail(): void {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      client.off("close", onClientGone);
-      upstream.destroy();
-      resolve(false);
-    }
-    upstream.once("error", fail);
-    upstream.once("connect", () => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      client.off("close", onClientGone);
-      upstream.off("error", fail);
-      if (options.header) upstream.write(options.header);
-      join(client, upstream);
-      resolve(true);
-    });
-  });
+  sockets: SocketSet | undefined,
+  done: (ok: boolean) => void,
+): void {
+  if (client.destroyed) {
+    done(false);
+    return;
+  }
+  const upstream: Tracked = connect(
+    options.localAddress === undefined
+      ? { host: target.host, port: target.port, allowHalfOpen: true, noDelay: true }
+      : {
+          host: target.host,
+          port: target.port,
+          allowHalfOpen: true,
+          noDelay: true,
+          localAddress: options.localAddress,
+        },
+  );
+  const s = new Splice(
+    client,
+    upstream,
+    options.header,
+    options.fromClient ?? DISCARD,
+    options.fromTarget ?? DISCARD,
+    Date.now() + options.connectTimeoutMs,
+    done,
+  );
+  upstream[SPLICE] = s;
+  (client as Tracked)[SPLICE] = s;
+  if (sockets) {
+    upstream[OWNER] = sockets;
+    sockets.add(upstream);
+  }
+  upstream.on("error", ignore);
+  upstream.on("close", onClose);
+  upstream.on("connect", onConnect);
+  client.on("close", onClose);
+  watchDeadline(s);
 }
 
-function join(a: Socket, b: Socket): void {
-  const onError = () => {
-    a.destroy();
-    b.destroy();
-  };
-  a.on("error", onError);
-  b.on("error", onError);
+function onConnect(this: Tracked): void {
+  const s = this[SPLICE];
+  if (s === undefined || s.state !== CONNECTING) return;
+  s.state = JOINED;
+  pending.delete(s);
+  const { client, upstream } = s;
+  if (s.header) upstream.write(s.header);
+  client.on("data", onData);
+  client.on("end", onEnd);
+  upstream.on("data", onData);
+  upstream.on("end", onEnd);
+  // the client reads from accept on: a FIN with no data before it may already be consumed
+  if (client.readableEnded) endSoftly(upstream);
+  else client.resume();
+  s.done(true);
+}
+
+function fail(s: Splice): void {
+  if (s.state !== CONNECTING) return;
+  s.state = FAILED;
+  pending.delete(s);
+  s.client.off("close", onClose);
+  s.upstream.destroy();
+  s.done(false);
+}
+
+function onClose(this: Tracked, hadError: boolean): void {
+  this[OWNER]?.delete(this);
+  const s = this[SPLICE];
+  if (s === undefined) return;
+  if (s.state === CONNECTING) {
+    fail(s);
+    return;
+  }
+  if (s.state !== JOINED) return;
   // a reset arrives as an error; a clean close of one side ends the other
-  a.once("close", (hadError) => (hadError ? b.destroy() : b.end()));
-  b.once("close", (hadError) => (hadError ? a.destroy() : a.end()));
-  relay(a, b);
-  relay(b, a);
+  const peer = this === s.client ? s.upstream : s.client;
+  if (hadError) peer.destroy();
+  else endSoftly(peer);
 }
 
-/** One direction: what `pipe` does, with fewer listeners (this runs per connection). */
-function relay(from: Socket, to: Socket): void {
-  const resume = () => from.resume();
-  from.on("data", (chunk: Buffer) => {
-    if (!to.write(chunk)) {
-      from.pause();
-      to.once("drain", resume);
-    }
-  });
-  from.once("end", () => to.end());
-  from.resume();
+/** One direction: what `pipe` does, with fewer listeners (this runs per chunk). */
+function onData(this: Tracked, chunk: Buffer): void {
+  const s = this[SPLICE]!;
+  let to: Socket;
+  if (this === s.client) {
+    s.fromClient.bytes += chunk.length;
+    to = s.upstream;
+  } else {
+    s.fromTarget.bytes += chunk.length;
+    to = s.client;
+  }
+  if (!to.write(chunk)) {
+    this.pause();
+    to.once("drain", onDrain);
+  }
+}
+
+/** `this` is the writer whose buffer drained: its peer may read again */
+function onDrain(this: Tracked): void {
+  const s = this[SPLICE]!;
+  (this === s.client ? s.upstream : s.client).resume();
+}
+
+/** `this` sent its FIN: pass it on. */
+function onEnd(this: Tracked): void {
+  const s = this[SPLICE]!;
+  const to = this === s.client ? s.upstream : s.client;
+  // The last direction of the connection: `to` has already sent us its FIN and everything
+  // written to it is in the kernel, so closing it sends the same FIN as `end()` would,
+  // without a separate shutdown(2) and Node's finish step (no unread data: no reset).
+  if (to.readableEnded && to.writableLength === 0 && !to.writableEnded) to.destroy();
+  else endSoftly(to);
+}
+
+/** `end()` unless already ended or destroyed (where `end()` would build an error object). */
+function endSoftly(socket: Socket): void {
+  if (!socket.writableEnded && !socket.destroyed) socket.end();
+}
+
+function ignore(): void {
+  // errors reach `onClose` as hadError; this listener keeps them from being thrown
+}
+
+// ---- connect deadlines: one sweep for every pending connect of the process
+const SWEEP_MS = 50;
+const pending = new Set<Splice>();
+let sweeper: ReturnType<typeof setInterval> | undefined;
+
+function watchDeadline(s: Splice): void {
+  pending.add(s);
+  if (sweeper !== undefined) return;
+  // not unref'd: it only runs while a connect is pending (whose socket holds the loop
+  // anyway), and a sweep that failed to stop would show as a process that never exits
+  sweeper = setInterval(sweepDeadlines, SWEEP_MS);
+}
+
+function sweepDeadlines(): void {
+  const now = Date.now();
+  for (const s of pending) if (s.deadline <= now) fail(s);
+  if (pending.size === 0 && sweeper !== undefined) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
 }
 
 export type ProxyHeaderRead =
@@ -122,7 +242,7 @@ export type ProxyHeaderRead =
 /**
  * Reads a PROXY v2 header from the front of `socket`. With `required`, anything else fails;
  * without, plain traffic is accepted and left unread ("none"). Bytes after the header are
- * pushed back, and the socket is left paused for the caller to pipe.
+ * pushed back, and the socket is left paused for the caller to splice.
  */
 export function readProxyHeader(
   socket: Socket,
@@ -166,52 +286,4 @@ export function readProxyHeader(
 export function plainAddress(address: string | undefined): string {
   if (address === undefined) return "";
   return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
-}
-
-/** Destroys every socket of the set and resolves once each has closed. */
-export async function destroyAll(sockets: SocketSet): Promise<void> {
-  const all = [...sockets];
-  await Promise.all(
-    all.map(
-      (s) =>
-        new Promise<void>((resolve) => {
-          if (s.closed) return resolve();
-          s.once("close", () => resolve());
-          s.destroy();
-        }),
-    ),
-  );
-}
-
-/**
- * A TCP listener for a proxy: half-open allowed, paused until the handler reads, Nagle off;
- * each accepted socket is tracked in `sockets` (so closing the proxy can destroy it) and
- * handed to `onSocket`, unless the proxy is already closing. Resolves once listening.
- */
-export async function listenTcp(options: {
-  readonly host: string;
-  readonly port: number;
-  readonly sockets: SocketSet;
-  readonly closing: () => boolean;
-  readonly onSocket: (socket: Socket) => void;
-}): Promise<Server> {
-  const server = createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
-  server.on("connection", (socket) => {
-    if (options.closing()) {
-      socket.destroy();
-      return;
-    }
-    options.sockets.add(socket);
-    socket.once("close", () => options.sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
-    options.onSocket(socket);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host: options.host, port: options.port, exclusive: true }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  return server;
 }

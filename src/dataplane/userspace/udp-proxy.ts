@@ -10,12 +10,17 @@
  */
 import { createSocket, type RemoteInfo, type Socket } from "node:dgram";
 import { FlowTable } from "./flow-table.ts";
+import type { ByteTally } from "./tcp-proxy.ts";
 
 export interface UdpTarget {
   readonly host: string;
   readonly port: number;
   /** who the flow belongs to, for `dropFlows` (a node or pod name) */
   readonly owner: string;
+  /** client datagram bytes relayed to the target are added here */
+  readonly toBackend?: ByteTally;
+  /** answer bytes relayed back to the client are added here */
+  readonly toClient?: ByteTally;
 }
 
 export interface UdpRelayOptions {
@@ -112,6 +117,7 @@ export class UdpRelay {
       });
       upstream.on("message", (reply) => {
         this.#flows.get(key, this.#o.now()); // an answer keeps the flow alive too
+        if (target.toClient) target.toClient.bytes += reply.length;
         this.#listener?.send(reply, rinfo.port, rinfo.address);
       });
       const created: Flow = { target, upstream, pending: [] };
@@ -130,9 +136,12 @@ export class UdpRelay {
     if (out === undefined) return;
     const f = flow;
     if (f.pending) {
-      if (f.pending.length < MAX_PENDING) f.pending.push(out);
+      if (f.pending.length >= MAX_PENDING) return;
+      f.pending.push(out);
+      if (f.target.toBackend) f.target.toBackend.bytes += msg.length;
       return;
     }
+    if (f.target.toBackend) f.target.toBackend.bytes += msg.length;
     try {
       f.upstream.send(out);
     } catch {

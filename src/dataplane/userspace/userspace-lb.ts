@@ -12,6 +12,9 @@
  *   - optional PROXY protocol v2 towards the node carries the client address;
  *   - the status this data plane reports is `ipMode: Proxy` (Kubernetes LoadBalancerIngress):
  *     the planner is run with that mode by the caller.
+ * Counts connections, flows and bytes per Service and node (traffic-counters.ts, read with
+ * `trafficTotals()`); the per-connection path allocates little beyond Node's own sockets
+ * (docs/benchmarks.md "Userspace proxy").
  * `update` is level-triggered: the listeners that should exist are opened, those no longer
  * wanted are closed, the others switch to the new forwarding state in place.
  */
@@ -20,7 +23,9 @@ import type { ServiceForwarding } from "../forwarding-state.ts";
 import { FlowTable } from "./flow-table.ts";
 import { chooseNode, type LbRoute, parseSourceRanges, sourceAllowed } from "./lb-route.ts";
 import { encodeProxyV2 } from "./proxy-protocol.ts";
-import { destroyAll, listenTcp, plainAddress, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
+import { destroyAll, listenTcp } from "./tcp-listener.ts";
+import { plainAddress, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
+import { TrafficCounters, type TrafficTotals } from "./traffic-counters.ts";
 import { UdpRelay } from "./udp-proxy.ts";
 
 export interface LbEvent {
@@ -71,6 +76,7 @@ export class UserspaceLb {
   readonly #listeners = new Map<string, Listening>();
   readonly #sockets: SocketSet = new Set();
   readonly #affinity = new Map<string, FlowTable<string>>();
+  readonly #traffic = new TrafficCounters();
   #closed = false;
 
   constructor(options: UserspaceLbOptions) {
@@ -85,6 +91,11 @@ export class UserspaceLb {
 
   get openSockets(): number {
     return this.#sockets.size;
+  }
+
+  /** connections, flows and bytes forwarded so far, per Service and node */
+  trafficTotals(): TrafficTotals[] {
+    return this.#traffic.totals();
   }
 
   async update(services: readonly ServiceForwarding[]): Promise<LbFinding[]> {
@@ -151,11 +162,13 @@ export class UserspaceLb {
             sourceRanges: ranges,
             clientIpAffinity: affinity,
             seed: this.#o.seed,
+            traffic: new Map(fw.backends.map((b) => [b.node, this.#traffic.node(plan.service, b.node)])),
           };
           wanted.set(key, { route, protocol: fw.protocol, nodePort: l.nodePort, ip: vip.address });
         }
       }
     }
+    this.#traffic.retain(new Set(services.map((s) => s.plan.service)));
     for (const [key, l] of this.#listeners) {
       if (wanted.has(key)) continue;
       this.#listeners.delete(key);
@@ -232,7 +245,14 @@ export class UserspaceLb {
             return undefined;
           }
           this.#o.onEvent?.({ kind: "flow", ...base, node: b.node });
-          return { host, port: entry.nodePort, owner: b.node };
+          const t = r.traffic.get(b.node);
+          if (t) t.connections++;
+          return {
+            host,
+            port: entry.nodePort,
+            owner: b.node,
+            ...(t && { toBackend: t.toBackend, toClient: t.toClient }),
+          };
         },
         ...(this.#o.proxyProtocol
           ? {
@@ -259,7 +279,7 @@ export class UserspaceLb {
       port,
       sockets: this.#sockets,
       closing: () => this.#closed,
-      onSocket: (socket) => void this.#onTcp(entry!, socket),
+      onSocket: (socket) => this.#onTcp(entry!, socket),
     });
     entry = { key, protocol, route, nodePort, server };
     return entry;
@@ -269,28 +289,44 @@ export class UserspaceLb {
     return { address, port, zone: this.#o.clientZone?.(address) };
   }
 
-  async #onTcp(entry: Listening, socket: Socket): Promise<void> {
+  /** A new TCP connection: callbacks rather than async/await, as this runs per connection. */
+  #onTcp(entry: Listening, socket: Socket): void {
     const r = entry.route;
     const client = plainAddress(socket.remoteAddress);
-    const clientPort = socket.remotePort ?? 0;
-    const base = { service: r.service, listener: r.forwarding.listener, vip: r.vip, client };
     if (!sourceAllowed(r.sourceRanges, client)) {
-      this.#o.onEvent?.({ kind: "denied", ...base });
+      this.#event("denied", r, client);
       socket.resetAndDestroy();
       return;
     }
-    let avoid: string | undefined;
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const b = chooseNode(
-        r,
-        this.#client(client, clientPort),
-        this.#affinity.get(r.service),
-        this.#now(),
-        avoid,
-      );
-      const host = b && (r.vip.includes(":") ? b.addresses.IPv6 : b.addresses.IPv4);
-      if (!b || !host) break;
-      const header = this.#o.proxyProtocol
+    this.#connect(entry, socket, client, socket.remotePort ?? 0, undefined, 0);
+  }
+
+  /** One attempt (of two) to reach a node; a node that does not answer is avoided on the second. */
+  #connect(
+    entry: Listening,
+    socket: Socket,
+    client: string,
+    clientPort: number,
+    avoid: string | undefined,
+    attempt: number,
+  ): void {
+    const r = entry.route;
+    const b =
+      attempt < 2
+        ? chooseNode(r, this.#client(client, clientPort), this.#affinity.get(r.service), this.#now(), avoid)
+        : undefined;
+    const host = b && (r.vip.includes(":") ? b.addresses.IPv6 : b.addresses.IPv4);
+    if (!b || !host) {
+      if (!socket.destroyed) {
+        this.#event("no_backend", r, client);
+        socket.resetAndDestroy();
+      }
+      return;
+    }
+    const t = r.traffic.get(b.node);
+    const options = {
+      connectTimeoutMs: this.#o.connectTimeoutMs ?? 3000,
+      header: this.#o.proxyProtocol
         ? encodeProxyV2({
             transport: "TCP",
             srcAddr: client,
@@ -298,25 +334,27 @@ export class UserspaceLb {
             dstAddr: r.vip,
             dstPort: r.forwarding.port,
           })
-        : undefined;
-      const ok = await spliceTcp(
-        socket,
-        { host, port: entry.nodePort },
-        { connectTimeoutMs: this.#o.connectTimeoutMs ?? 3000, ...(header ? { header } : {}) },
-        this.#sockets,
-      );
+        : undefined,
+      fromClient: t?.toBackend,
+      fromTarget: t?.toClient,
+    };
+    spliceTcp(socket, { host, port: entry.nodePort }, options, this.#sockets, (ok) => {
       if (ok) {
-        this.#o.onEvent?.({ kind: "connection", ...base, node: b.node });
+        if (t) t.connections++;
+        this.#event("connection", r, client, b.node);
         return;
       }
-      this.#o.onEvent?.({ kind: "unreachable", ...base, node: b.node });
-      if (socket.destroyed) return;
-      avoid = b.node;
-    }
-    if (!socket.destroyed) {
-      this.#o.onEvent?.({ kind: "no_backend", ...base });
-      socket.resetAndDestroy();
-    }
+      this.#event("unreachable", r, client, b.node);
+      if (this.#closed) socket.destroy();
+      else if (!socket.destroyed) this.#connect(entry, socket, client, clientPort, b.node, attempt + 1);
+    });
+  }
+
+  #event(kind: LbEvent["kind"], r: LbRoute, client: string, node?: string): void {
+    const on = this.#o.onEvent;
+    if (on === undefined) return;
+    const base = { kind, service: r.service, listener: r.forwarding.listener, vip: r.vip, client };
+    on(node === undefined ? base : { ...base, node });
   }
 }
 

@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { lbPeersFromNodes, parsePeerLabel } from "../announce/lb-peers.ts";
+import type { Node } from "../k8s/objects.ts";
+import { type AnnounceFlags, announceConfig, parsePeers } from "./lb-announce.ts";
+
+const flags = (over: Partial<AnnounceFlags>): AnnounceFlags => ({
+  announce: "l2",
+  interface: "eth0",
+  hostName: "lb-1",
+  peers: ["lb-1=192.0.2.2,lb-2=192.0.2.3"],
+  heartbeatPort: "7480",
+  heartbeatMs: "200",
+  deadAfterMs: "1000",
+  handoverMs: "300",
+  ...over,
+});
+
+test("--peers: name=address pairs, comma-separated or repeated", () => {
+  const p = parsePeers(["lb-1=192.0.2.2", "lb-2=fd00:192:0:1::3,lb-3=192.0.2.4"]);
+  assert.deepEqual(
+    [...(p as Map<string, string>)],
+    [
+      ["lb-1", "192.0.2.2"],
+      ["lb-2", "fd00:192:0:1::3"],
+      ["lb-3", "192.0.2.4"],
+    ],
+  );
+  assert.match(parsePeers(["lb-1"]) as string, /not name=address/);
+  assert.match(parsePeers(["lb-1=not-an-ip"]) as string, /not name=address/);
+  assert.match(parsePeers(["a=192.0.2.2,a=192.0.2.3"]) as string, /twice/);
+});
+
+test("announce flags are validated before anything starts", () => {
+  assert.equal(announceConfig(flags({ announce: "none" })), undefined);
+  const ok = announceConfig(flags({}));
+  assert.ok(ok && typeof ok === "object");
+  assert.equal(ok.self, "lb-1");
+  assert.equal(ok.deadAfterMs, 1000);
+  assert.match(announceConfig(flags({ announce: "bgp" })) as string, /none or l2/);
+  assert.match(announceConfig(flags({ hostName: "lb-9" })) as string, /must list this host/);
+  assert.match(announceConfig(flags({ deadAfterMs: "300" })) as string, /2 × --heartbeat-ms/);
+  assert.match(announceConfig(flags({ quorum: "3" })) as string, /--quorum must be 1\.\.2/);
+  const { interface: _, ...noIf } = flags({});
+  assert.match(announceConfig(noIf) as string, /needs --interface/);
+});
+
+test("--peer-label: the labelled Nodes are the LB hosts, at their InternalIP of the family", () => {
+  const node = (name: string, labels: Record<string, string>, ...addresses: string[]): Node => ({
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name, labels },
+    spec: {},
+    status: { addresses: addresses.map((address) => ({ type: "InternalIP", address })) },
+  });
+  const nodes = [
+    node("lb-2", { "passlb.io/lb-host": "true" }, "192.0.2.3", "fd00:192:0:1::3"),
+    node("lb-1", { "passlb.io/lb-host": "true" }, "192.0.2.2"),
+    node("worker", {}, "198.51.100.11"),
+    node("lb-x", { "passlb.io/lb-host": "false" }, "192.0.2.9"),
+  ];
+  const label = parsePeerLabel("passlb.io/lb-host")!;
+  assert.deepEqual(
+    [...lbPeersFromNodes(nodes, label)],
+    [
+      ["lb-1", "192.0.2.2"],
+      ["lb-2", "192.0.2.3"],
+      ["lb-x", "192.0.2.9"],
+    ],
+  );
+  assert.deepEqual([...lbPeersFromNodes(nodes, parsePeerLabel("passlb.io/lb-host=true")!)].length, 2);
+  assert.deepEqual([...lbPeersFromNodes(nodes, label, "IPv6")], [["lb-2", "fd00:192:0:1::3"]]);
+  assert.equal(parsePeerLabel("a=b=c"), undefined);
+  const cfg = announceConfig(flags({ peers: [], peerLabel: "passlb.io/lb-host" }));
+  assert.ok(cfg && typeof cfg === "object" && cfg.peerLabel?.key === "passlb.io/lb-host");
+  assert.match(announceConfig(flags({ peerLabel: "passlb.io/lb-host" })) as string, /not both/);
+});

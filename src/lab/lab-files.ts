@@ -1,0 +1,59 @@
+/**
+ * The lab's files: where its state lives, the topology file read and decoded, and the
+ * manifest folder the agents and the LB hosts watch (written atomically, file by file).
+ */
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { stringify } from "yaml";
+import { readManifests } from "../cluster/manifest-files.ts";
+import { decodeDocuments } from "../k8s/decode.ts";
+import { type LabLayout, labLayout } from "./lab-layout.ts";
+import { labManifests } from "./lab-manifests.ts";
+import { parseTopology, type Topology } from "./topology.ts";
+
+export function defaultStateRoot(repoRoot: string): string {
+  return process.getuid?.() === 0 ? "/run/passlb-lab" : join(repoRoot, ".passlb", "lab");
+}
+
+export function readTopologyFile(path: string): { topology: Topology; baseDir: string } {
+  const read = parseTopology(readFileSync(path, "utf8"));
+  if (!read.ok) throw new Error(`${path}: ${read.problems.join("; ")}`);
+  return { topology: read.topology, baseDir: dirname(resolve(path)) };
+}
+
+/** Writes (or rewrites) the manifest folder the agents and the LB watch. */
+export async function writeLabManifests(
+  topology: Topology,
+  baseDir: string,
+  manifestsDir: string,
+): Promise<LabLayout> {
+  const layout = labLayout(topology);
+  const paths = topology.services.map((p) => resolve(baseDir, p));
+  const read = await readManifests(paths, async () => "");
+  const keep = read.documents.filter((d) => {
+    const kind = (d.value as { kind?: unknown } | null)?.kind;
+    return kind === "Service" || kind === "PasslbConfig" || kind === "Namespace";
+  });
+  const decoded = decodeDocuments(keep);
+  if (decoded.problems.length > 0 || read.problems.length > 0)
+    throw new Error(
+      `the services manifests have problems: ${JSON.stringify([...read.problems, ...decoded.problems])}`,
+    );
+  const generated = labManifests(layout, decoded.snapshot.services);
+  mkdirSync(manifestsDir, { recursive: true });
+  const yamlOf = (objs: readonly unknown[]) => objs.map((o) => stringify(o)).join("---\n");
+  // Write to temporary names, then rename: a watcher never reads half a file.
+  const files: [string, readonly unknown[]][] = [
+    ["services.yaml", keep.map((d) => d.value)],
+    ["nodes.yaml", generated.nodes],
+    ["pods.yaml", generated.pods],
+    ["endpointslices.yaml", generated.endpointSlices],
+  ];
+  for (const [file, objs] of files) {
+    const tmp = join(manifestsDir, `.${file}.tmp`);
+    writeFileSync(tmp, yamlOf(objs));
+    spawnSync("mv", ["-f", tmp, join(manifestsDir, file)]);
+  }
+  return layout;
+}
