@@ -15,6 +15,12 @@ export const ERROR_CODES = {
   api_config_invalid: "the kubeconfig or in-cluster configuration could not be loaded",
   api_request_failed: "the Kubernetes API server answered a request with an error status",
   announce_failed: "ip or arping refused a VIP address change or announcement on the segment",
+  api_conflict: "the API server refused a write: the object changed since it was read (409)",
+  api_not_found: "the object the API call named does not exist (404)",
+  kubectl_missing: "kubectl passlb: the kubectl command is not on PATH",
+  kubectl_forbidden: "kubectl passlb: the API server denied a read (RBAC)",
+  crd_missing: "kubectl passlb: the LoadBalancerIPPool CRD is not installed",
+  kubectl_failed: "kubectl passlb: a kubectl call failed for another reason (its stderr is in the message)",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,9 +1,13 @@
 /**
  * The composition root: the `passlb` executable. The only module that reads process.argv,
- * process.env or the standard streams, or sets the exit code.
+ * process.env or the standard streams, or sets the exit code. Called as `kubectl-passlb`
+ * (bin/kubectl-passlb, the kubectl plugin) it runs the plugin's program instead.
  */
 import { execFileSync } from "node:child_process";
+import { basename } from "node:path";
 import { CommanderError } from "commander";
+import { execKubectl } from "../kubectl/kubectl-runner.ts";
+import { buildKubectlProgram, runKubectlProgram } from "../kubectl/plugin-program.ts";
 import type { CliIo } from "./load-input.ts";
 import { buildProgram } from "./program.ts";
 
@@ -26,31 +30,39 @@ async function main(): Promise<void> {
       return Buffer.concat(chunks).toString("utf8");
     },
   };
-  const program = buildProgram(
-    io,
-    (code) => {
-      process.exitCode = code;
+  const setExitCode = (code: number) => {
+    process.exitCode = code;
+  };
+  if (basename(process.argv[1] ?? "").startsWith("kubectl-passlb")) {
+    const plugin = buildKubectlProgram(io, setExitCode, (globalArgs) =>
+      execKubectl({ env: process.env, globalArgs }),
+    );
+    try {
+      await runKubectlProgram(plugin, process.argv, io, setExitCode);
+    } catch (e) {
+      process.stderr.write(`kubectl-passlb: internal error: ${(e as Error).stack ?? String(e)}\n`);
+      process.exitCode = 70;
+    }
+    return;
+  }
+  const program = buildProgram(io, setExitCode, shutdownSignal, {
+    stdoutIsTTY: process.stdout.isTTY === true,
+    isRoot: process.getuid?.() === 0,
+    kubeEnv: {
+      KUBECONFIG: process.env.KUBECONFIG,
+      HOME: process.env.HOME,
+      KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST,
+      KUBERNETES_SERVICE_PORT: process.env.KUBERNETES_SERVICE_PORT,
     },
-    shutdownSignal,
-    {
-      stdoutIsTTY: process.stdout.isTTY === true,
-      isRoot: process.getuid?.() === 0,
-      kubeEnv: {
-        KUBECONFIG: process.env.KUBECONFIG,
-        HOME: process.env.HOME,
-        KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST,
-        KUBERNETES_SERVICE_PORT: process.env.KUBERNETES_SERVICE_PORT,
-      },
-      hasNft: () => {
-        try {
-          execFileSync("nft", ["--version"], { stdio: "ignore", timeout: 2000 });
-          return true;
-        } catch {
-          return false;
-        }
-      },
+    hasNft: () => {
+      try {
+        execFileSync("nft", ["--version"], { stdio: "ignore", timeout: 2000 });
+        return true;
+      } catch {
+        return false;
+      }
     },
-  );
+  });
   try {
     await program.parseAsync(process.argv);
   } catch (e) {

@@ -6,6 +6,8 @@
 import type { Command } from "commander";
 import { stringify } from "yaml";
 import { slicesForSnapshot } from "../endpoints/snapshot-slices.ts";
+import type { Snapshot } from "../k8s/snapshot.ts";
+import { objectKey } from "../k8s/snapshot.ts";
 import { renderPlansText } from "../plan/plan-text.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
@@ -56,24 +58,49 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
     }
     const given = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
     if (!given) return setExitCode(2);
-    // Standalone mode: Services with a selector and no slices in the input get the slices
-    // the EndpointSlice controller would write from the Pods (and mirrored ones from Endpoints).
-    const computed = slicesForSnapshot(given);
-    for (const f of computed.findings)
-      if (f.severity !== "info" || format === "text")
-        io.stderr(`${f.severity}: ${f.subject}: ${f.message} [${f.code}]\n`);
-    const snapshot = { ...given, endpointSlices: computed.endpointSlices };
-    const view = { output: format, explain: opts.explain ?? false };
-    if (opts.provider === "gke") return setExitCode(runGke(snapshot, opts, view, io));
-    if (opts.provider === "azure") return setExitCode(runAzure(snapshot, opts, view, io));
-    const { plans, skipped } = planSnapshot(snapshot);
-    if (format === "text") io.stdout(renderPlansText(plans, skipped, view));
-    else {
-      const doc = { services: plans, skipped };
-      io.stdout(
-        format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : stringify(JSON.parse(JSON.stringify(doc))),
-      );
-    }
-    setExitCode(plans.some((p) => p.issues.some((i) => i.severity === "error")) ? 1 : 0);
+    setExitCode(printPlans(given, opts, format, io));
   });
+}
+
+/** What `printPlans` needs from the flags: the view and the providers' own options. */
+export type PlanPrintFlags = { explain?: boolean; provider: string } & GkeCliOptions & AzureFlags;
+
+/**
+ * The part of `passlb plan` after the input is decoded, shared with `kubectl passlb plan`:
+ * computes the slices standalone mode needs, plans (or runs a provider view) and prints.
+ * `only` (given `namespace/name`) picks the Services to print; passlb's planner still sees every
+ * Service, so addresses are assigned as for the whole cluster. Returns the exit code.
+ */
+export function printPlans(
+  given: Snapshot,
+  opts: PlanPrintFlags,
+  format: OutputFormat,
+  io: CliIo,
+  only?: (service: string) => boolean,
+): number {
+  // Standalone mode: Services with a selector and no slices in the input get the slices
+  // the EndpointSlice controller would write from the Pods (and mirrored ones from Endpoints).
+  const computed = slicesForSnapshot(given);
+  for (const f of computed.findings)
+    if (f.severity !== "info" || format === "text")
+      io.stderr(`${f.severity}: ${f.subject}: ${f.message} [${f.code}]\n`);
+  const snapshot = { ...given, endpointSlices: computed.endpointSlices };
+  const view = { output: format, explain: opts.explain ?? false };
+  const picked =
+    only === undefined
+      ? snapshot
+      : { ...snapshot, services: snapshot.services.filter((s) => only(objectKey(s.metadata))) };
+  if (opts.provider === "gke") return runGke(picked, opts, view, io);
+  if (opts.provider === "azure") return runAzure(picked, opts, view, io);
+  const all = planSnapshot(snapshot);
+  const plans = only === undefined ? all.plans : all.plans.filter((p) => only(p.service));
+  const skipped = only === undefined ? all.skipped : all.skipped.filter((s) => only(s.service));
+  if (format === "text") io.stdout(renderPlansText(plans, skipped, view));
+  else {
+    const doc = { services: plans, skipped };
+    io.stdout(
+      format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : stringify(JSON.parse(JSON.stringify(doc))),
+    );
+  }
+  return plans.some((p) => p.issues.some((i) => i.severity === "error")) ? 1 : 0;
 }

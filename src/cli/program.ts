@@ -4,6 +4,7 @@
  */
 import { Command } from "commander";
 import { registerAgentCommand } from "./agent-command.ts";
+import { registerControllerCommand } from "./controller-command.ts";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
 import { registerLabCommand } from "./lab-command.ts";
 import { registerLbCommand } from "./lb-command.ts";
@@ -39,5 +40,9 @@ export function buildProgram(
   registerUpCommand(program, io, setExitCode, { shutdownSignal, ...host });
   registerLbCommand(program, io, setExitCode, { shutdownSignal, ...host });
   registerLabCommand(program, io, setExitCode);
+  registerControllerCommand(program, io, setExitCode, {
+    shutdownSignal,
+    host: { kubeEnv: host.kubeEnv ?? {} },
+  });
   return program;
 }

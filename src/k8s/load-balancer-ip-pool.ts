@@ -1,29 +1,65 @@
 /**
- * The LoadBalancerIPPool custom resource (passlb.io/v1alpha1, cluster-scoped): one address
- * pool per object, with the same fields as a PasslbConfig pool (objects.ts PoolSchema;
- * semantics in docs/config.md and plan/address-pools.ts) and a status the controller writes.
- * In Kubernetes mode the pools come from these objects instead of a PasslbConfig file.
+ * LoadBalancerIPPool (`passlb.io/v1alpha1`, cluster-scoped, plural `loadbalancerippools`,
+ * short name `lbippool`): one address pool per object, with the fields of a PasslbConfig
+ * pool (objects.ts PoolSchema; semantics in docs/config.md and plan/address-pools.ts) plus
+ * `disabled`, and the status the controller writes (docs/controller.md). In Kubernetes mode
+ * the pools come from these objects instead of a PasslbConfig file; the CRD YAML in deploy/
+ * is written from this shape.
  *
- * Deliberately loose: unknown fields pass through, the status is not interpreted here.
+ * Pool semantics follow MetalLB's IPAddressPool (addresses as CIDRs or `a-b` ranges,
+ * autoAssign, namespace and Service selectors). Status totals are decimal strings because an
+ * IPv6 pool can hold more than 2^53 addresses. A status that does not decode is dropped,
+ * never the pool: a bad status must not take addresses away. Deliberately loose: unknown
+ * fields pass through.
  */
 import { z } from "zod";
-import { LabelSelectorSchema, ObjectMetaSchema, type Pool } from "./objects.ts";
+import { ConditionSchema, LabelSelectorSchema, ObjectMetaSchema, type Pool } from "./objects.ts";
 
-export const POOL_API_VERSION = "passlb.io/v1alpha1";
+export const POOL_GROUP = "passlb.io";
+export const POOL_VERSION = "v1alpha1";
+export const POOL_API_VERSION = `${POOL_GROUP}/${POOL_VERSION}`;
+export const POOL_PLURAL = "loadbalancerippools";
 export const POOL_KIND = "LoadBalancerIPPool";
+
+const FamilyUsageSchema = z.looseObject({
+  /** every address of the family in the pool, as a decimal string */
+  total: z.string().regex(/^[0-9]+$/),
+  /** distinct addresses held by Services */
+  used: z.number().int().min(0),
+});
+
+export const PoolConflictSchema = z.looseObject({
+  address: z.string(),
+  services: z.array(z.string()),
+  /** a plan issue code (plan/issue-codes.ts) */
+  reason: z.string(),
+});
+export type PoolConflict = z.infer<typeof PoolConflictSchema>;
+
+export const LoadBalancerIPPoolStatusSchema = z.looseObject({
+  ipv4: FamilyUsageSchema.optional(),
+  ipv6: FamilyUsageSchema.optional(),
+  conflicts: z.array(PoolConflictSchema).optional(),
+  conditions: z.array(ConditionSchema).optional(),
+});
+export type LoadBalancerIPPoolStatus = z.infer<typeof LoadBalancerIPPoolStatusSchema>;
 
 export const LoadBalancerIPPoolSchema = z.looseObject({
   apiVersion: z.literal(POOL_API_VERSION),
   kind: z.literal(POOL_KIND),
   metadata: ObjectMetaSchema.extend({ name: z.string().min(1) }),
   spec: z.looseObject({
+    /** CIDRs, `first-last` ranges or single addresses, IPv4 and IPv6 */
     addresses: z.array(z.string()).min(1),
     autoAssign: z.boolean().default(true),
     avoidBuggyIPs: z.boolean().default(false),
+    /** only Services in these namespaces (all when unset or empty) */
     namespaces: z.array(z.string()).optional(),
     serviceSelector: LabelSelectorSchema.optional(),
+    /** out of service: no Service keeps or gets an address from it */
+    disabled: z.boolean().default(false),
   }),
-  status: z.looseObject({}).optional(),
+  status: LoadBalancerIPPoolStatusSchema.optional().catch(undefined),
 });
 export type LoadBalancerIPPool = z.infer<typeof LoadBalancerIPPoolSchema>;
 
@@ -38,4 +74,13 @@ export function poolOf(obj: LoadBalancerIPPool): Pool {
     ...(namespaces !== undefined && { namespaces }),
     ...(serviceSelector !== undefined && { serviceSelector }),
   };
+}
+
+/** Pools in the order IPAM tries them: oldest first, then by name. */
+export function orderPools(pools: readonly LoadBalancerIPPool[]): LoadBalancerIPPool[] {
+  return [...pools].sort(
+    (a, b) =>
+      (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
+      a.metadata.name.localeCompare(b.metadata.name),
+  );
 }

@@ -28,24 +28,28 @@ export function addressPools(pools: readonly Pool[]): AddressPool[] {
     autoAssign: pool.autoAssign,
     pool,
     ranges: pool.addresses.flatMap((text): IpRange[] => {
-      const t = text.trim();
-      if (t.includes("-")) {
-        const r = parseIpRange(t);
-        return r ? [r] : [];
-      }
-      if (t.includes("/")) {
-        const c = parseCidr(t);
-        if (!c) return [];
-        const r = cidrRange(c);
-        // avoidBuggyIPs: skip the .0 and .255 addresses of IPv4 CIDRs (old CPE drops them)
-        if (pool.avoidBuggyIPs && c.family === "IPv4" && c.prefix <= 30)
-          return [{ family: r.family, first: r.first + 1n, last: r.last - 1n }];
-        return [r];
-      }
-      const ip = parseIp(t);
-      return ip ? [{ family: ip.family, first: ip.value, last: ip.value }] : [];
+      const r = poolAddressRange(text, pool.avoidBuggyIPs);
+      return r ? [r] : [];
     }),
   }));
+}
+
+/** One `addresses` entry (CIDR, `first-last` range or single address) as a range;
+ * undefined when it does not parse. */
+export function poolAddressRange(text: string, avoidBuggyIPs = false): IpRange | undefined {
+  const t = text.trim();
+  if (t.includes("-")) return parseIpRange(t);
+  if (t.includes("/")) {
+    const c = parseCidr(t);
+    if (!c) return undefined;
+    const r = cidrRange(c);
+    // avoidBuggyIPs: skip the .0 and .255 addresses of IPv4 CIDRs (old CPE drops them)
+    if (avoidBuggyIPs && c.family === "IPv4" && c.prefix <= 30)
+      return { family: r.family, first: r.first + 1n, last: r.last - 1n };
+    return r;
+  }
+  const ip = parseIp(t);
+  return ip ? { family: ip.family, first: ip.value, last: ip.value } : undefined;
 }
 
 export function poolContains(pool: AddressPool, ip: IpAddress): boolean {

@@ -44,6 +44,18 @@ export function wantedFamilies(svc: Service): { families: IpFamily[]; required: 
   return { families, required: policy === "RequireDualStack" ? families : [] };
 }
 
+/** The addresses a Service asks for, as written: `passlb.io/load-balancer-ips` (comma
+ * separated, any families) or else the deprecated `spec.loadBalancerIP`. */
+export function requestedAddressTexts(svc: Service): string[] {
+  const annotated = svc.metadata.annotations?.[REQUESTED_IPS_ANNOTATION];
+  if (annotated !== undefined)
+    return annotated
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
+  return svc.spec.loadBalancerIP ? [svc.spec.loadBalancerIP] : [];
+}
+
 interface Usage {
   sharingKey: string | undefined;
   services: string[];
@@ -162,15 +174,7 @@ export function assignVips(
   for (const svc of ordered) {
     const name = objectKey(svc.metadata);
     const annotated = svc.metadata.annotations?.[REQUESTED_IPS_ANNOTATION];
-    const texts =
-      annotated !== undefined
-        ? annotated
-            .split(",")
-            .map((t) => t.trim())
-            .filter(Boolean)
-        : svc.spec.loadBalancerIP
-          ? [svc.spec.loadBalancerIP]
-          : [];
+    const texts = requestedAddressTexts(svc);
     if (annotated !== undefined && svc.spec.loadBalancerIP)
       issue(
         svc,

@@ -1,0 +1,240 @@
+/**
+ * `kubectl passlb status`, the pure half: Services (their VIPs and conditions from
+ * `status`) and what each LB host's `/api/v1/state` (docs/dashboard.md) says about their
+ * nodes, joined into one report; and the text view of it. An LB host that could not be
+ * asked is part of the report, never silently missing. Data in, data out: fetching is
+ * status-command.ts's job.
+ */
+import { z } from "zod";
+import { PASSLB_CLASS } from "../plan/ownership.ts";
+
+/** The part of a Service `kubectl passlb status` reads; anything else is ignored. */
+export const StatusServiceSchema = z.looseObject({
+  metadata: z.looseObject({ name: z.string(), namespace: z.string().default("default") }),
+  spec: z.looseObject({ type: z.string().optional(), loadBalancerClass: z.string().optional() }).default({}),
+  status: z
+    .looseObject({
+      loadBalancer: z
+        .looseObject({
+          ingress: z
+            .array(
+              z.looseObject({
+                ip: z.string().optional(),
+                hostname: z.string().optional(),
+                ipMode: z.string().optional(),
+              }),
+            )
+            .optional(),
+        })
+        .optional(),
+      conditions: z
+        .array(
+          z.looseObject({
+            type: z.string(),
+            status: z.string(),
+            reason: z.string().optional(),
+            message: z.string().optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
+});
+export type StatusService = z.infer<typeof StatusServiceSchema>;
+
+/** The part of `/api/v1/state` (passlb.io/dashboard/v1) the report uses. */
+export const LbStateSchema = z.looseObject({
+  apiVersion: z.string(),
+  process: z.string().optional(),
+  dataplane: z.string().optional(),
+  uptimeSeconds: z.number().optional(),
+  services: z
+    .array(
+      z.looseObject({
+        service: z.string(),
+        nodes: z
+          .array(
+            z.looseObject({
+              node: z.string(),
+              zone: z.string().nullish(),
+              state: z.string(),
+              reason: z.string().optional(),
+              weight: z.number(),
+              active: z.boolean().optional(),
+            }),
+          )
+          .default([]),
+      }),
+    )
+    .default([]),
+});
+export type LbState = z.infer<typeof LbStateSchema>;
+
+export type LbHostAnswer =
+  | { readonly pod: string; readonly node: string; readonly reachable: true; readonly state: LbState }
+  | { readonly pod: string; readonly node: string; readonly reachable: false; readonly error: string };
+
+export interface NodeView {
+  readonly state: string;
+  readonly weight: number;
+  readonly reason?: string;
+}
+
+export interface ServiceStatus {
+  readonly service: string;
+  readonly loadBalancerClass: string | null;
+  readonly vips: readonly { readonly address: string; readonly ipMode: string | null }[];
+  readonly conditions: readonly { type: string; status: string; reason?: string; message?: string }[];
+  /** per node (sorted by zone, then name), per reachable LB host pod: its view, or null when that host does not plan the Service */
+  readonly nodes: readonly {
+    readonly node: string;
+    readonly zone: string | null;
+    readonly hosts: Readonly<Record<string, NodeView | null>>;
+  }[];
+}
+
+export interface StatusReport {
+  readonly lbHosts: readonly (
+    | {
+        pod: string;
+        node: string;
+        reachable: true;
+        process: string | null;
+        dataplane: string | null;
+        uptimeSeconds: number | null;
+      }
+    | { pod: string; node: string; reachable: false; error: string }
+  )[];
+  readonly services: readonly ServiceStatus[];
+}
+
+export function ownsService(svc: StatusService, defaultClass: boolean): boolean {
+  if (svc.spec.type !== "LoadBalancer") return false;
+  const cls = svc.spec.loadBalancerClass;
+  return cls === PASSLB_CLASS || (cls === undefined && defaultClass);
+}
+
+export function buildStatusReport(
+  services: readonly StatusService[],
+  hosts: readonly LbHostAnswer[],
+): StatusReport {
+  const reachable = hosts.filter((h) => h.reachable);
+  const byName = (a: { pod: string }, b: { pod: string }) => a.pod.localeCompare(b.pod);
+  const lbHosts = [...hosts].sort(byName).map((h) =>
+    h.reachable
+      ? {
+          pod: h.pod,
+          node: h.node,
+          reachable: true as const,
+          process: h.state.process ?? null,
+          dataplane: h.state.dataplane ?? null,
+          uptimeSeconds: h.state.uptimeSeconds ?? null,
+        }
+      : { pod: h.pod, node: h.node, reachable: false as const, error: h.error },
+  );
+  const out = services
+    .map((svc): ServiceStatus => {
+      const key = `${svc.metadata.namespace}/${svc.metadata.name}`;
+      const nodes = new Map<string, { zone: string | null; hosts: Record<string, NodeView | null> }>();
+      for (const host of reachable) {
+        const entry = host.state.services.find((s) => s.service === key);
+        for (const n of entry?.nodes ?? []) {
+          const row = nodes.get(n.node) ?? { zone: n.zone ?? null, hosts: {} };
+          row.hosts[host.pod] = {
+            state: n.state,
+            weight: n.weight,
+            ...(n.reason !== undefined && { reason: n.reason }),
+          };
+          nodes.set(n.node, row);
+        }
+      }
+      for (const row of nodes.values())
+        for (const host of reachable) if (!(host.pod in row.hosts)) row.hosts[host.pod] = null;
+      return {
+        service: key,
+        loadBalancerClass: svc.spec.loadBalancerClass ?? null,
+        vips: (svc.status?.loadBalancer?.ingress ?? []).map((i) => ({
+          address: i.ip ?? i.hostname ?? "",
+          ipMode: i.ipMode ?? null,
+        })),
+        conditions: (svc.status?.conditions ?? []).map((c) => ({
+          type: c.type,
+          status: c.status,
+          ...(c.reason !== undefined && { reason: c.reason }),
+          ...(c.message !== undefined && { message: c.message }),
+        })),
+        nodes: [...nodes.entries()]
+          .map(([node, row]) => ({ node, zone: row.zone, hosts: row.hosts }))
+          .sort((a, b) => (a.zone ?? "").localeCompare(b.zone ?? "") || a.node.localeCompare(b.node)),
+      };
+    })
+    .sort((a, b) => a.service.localeCompare(b.service));
+  return { lbHosts, services: out };
+}
+
+function duration(seconds: number | null): string {
+  if (seconds === null) return "";
+  const s = Math.floor(seconds);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return h > 0 ? `up ${h}h${String(m).padStart(2, "0")}m` : `up ${m}m${String(s % 60).padStart(2, "0")}s`;
+}
+
+function cell(view: NodeView | null | undefined): string {
+  if (!view) return "not planned";
+  const weight = view.state === "excluded" ? "" : ` weight ${view.weight}`;
+  const reason = view.state === "excluded" && view.reason ? ` (${view.reason})` : "";
+  return `${view.state}${weight}${reason}`;
+}
+
+function table(rows: readonly string[][], indent: string): string[] {
+  const widths: number[] = [];
+  for (const r of rows) for (const [i, c] of r.entries()) widths[i] = Math.max(widths[i] ?? 0, c.length);
+  return rows.map(
+    (r) => `${indent}${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")}`,
+  );
+}
+
+export function renderStatusText(report: StatusReport, lbNamespace: string): string {
+  const out: string[] = [];
+  const ok = report.lbHosts.filter((h) => h.reachable);
+  out.push(`LB hosts in ${lbNamespace}: ${ok.length} of ${report.lbHosts.length} reachable`);
+  out.push(
+    ...table(
+      report.lbHosts.map((h) =>
+        h.reachable
+          ? [
+              h.pod,
+              `node ${h.node}`,
+              [h.dataplane ?? "", duration(h.uptimeSeconds)].filter(Boolean).join(", "),
+            ]
+          : [h.pod, `node ${h.node}`, `UNREACHABLE: ${h.error}`],
+      ),
+      "  ",
+    ),
+  );
+  if (report.services.length === 0) out.push("", "No LoadBalancer Services of class passlb.io/l4.");
+  for (const svc of report.services) {
+    out.push("", `Service ${svc.service}  (${svc.loadBalancerClass ?? "no class, passlb is the default"})`);
+    const vips = svc.vips.map((v) => `${v.address}${v.ipMode ? ` (ipMode ${v.ipMode})` : ""}`);
+    out.push(`  VIPs:        ${vips.length > 0 ? vips.join("; ") : "none in status (pending)"}`);
+    if (svc.conditions.length === 0) out.push("  Conditions:  none");
+    for (const c of svc.conditions)
+      out.push(
+        `  Condition:   ${c.type}=${c.status}${c.reason ? ` (${c.reason})` : ""}${c.message ? `: ${c.message}` : ""}`,
+      );
+    if (ok.length === 0) {
+      out.push("  Nodes:       no LB host could be asked");
+      continue;
+    }
+    if (svc.nodes.length === 0) {
+      out.push("  Nodes:       no LB host plans this Service");
+      continue;
+    }
+    out.push("  Nodes as the LB hosts see them:");
+    const header = ["NODE", "ZONE", ...ok.map((h) => h.pod)];
+    const rows = svc.nodes.map((n) => [n.node, n.zone ?? "-", ...ok.map((h) => cell(n.hosts[h.pod]))]);
+    out.push(...table([header, ...rows], "    "));
+  }
+  return `${out.join("\n")}\n`;
+}
