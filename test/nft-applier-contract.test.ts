@@ -33,6 +33,9 @@ class Recording implements NftApplier {
   dump(table: string, options?: { terse?: boolean }) {
     return this.inner.dump(table, options);
   }
+  counters(table: string) {
+    return this.inner.counters(table);
+  }
 }
 
 async function snapshot() {
@@ -75,6 +78,11 @@ async function contract(make: () => NftApplier) {
   // full
   assert.equal((await c.syncOnce()).kind, "ok");
   assertSameTable(await nft.dump("passlb"), c.current!);
+  // one named counter per node mark, read back with packets and bytes
+  const counters = await nft.counters("passlb");
+  assert.ok(counters.size > 0);
+  assert.deepEqual([...counters.keys()].sort(), [...(c.current!.counters ?? [])].sort());
+  for (const [name, v] of counters) assert.ok(v.packets >= 0 && v.bytes >= 0, name);
   // incremental: only elements
   states.set("node-a1", "unhealthy");
   const inc = await c.syncOnce();

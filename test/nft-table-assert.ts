@@ -1,7 +1,7 @@
 /**
  * Test helper: an observed nft table (read back from the kernel or the fake) holds exactly
  * the desired state — same sets and elements, same chains with the same rule counts and
- * hashes.
+ * hashes, same named counters.
  */
 import assert from "node:assert/strict";
 import type { NftState } from "../src/dataplane/render/nft-state.ts";
@@ -20,4 +20,5 @@ export function assertSameTable(observed: NftState | undefined, desired: NftStat
     [...observed.chains.values()].map((c) => [c.name, c.ruleCount, c.hash, c.base]).sort(),
     [...desired.chains.values()].map((c) => [c.name, c.ruleCount, c.hash, c.base]).sort(),
   );
+  assert.deepEqual([...(observed.counters ?? [])].sort(), [...(desired.counters ?? [])].sort(), "counters");
 }

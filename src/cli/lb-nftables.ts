@@ -20,6 +20,7 @@ import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
+import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
 import { natClaimRuleset } from "../dataplane/render/nat-claim.ts";
@@ -56,6 +57,7 @@ export interface NftLbFlags extends AnnounceFlags {
   once?: boolean;
   pollMs: string;
   driftCheckMs: string;
+  countersMs?: string;
 }
 
 /** Adds the nftables flags to `passlb lb`. */
@@ -78,6 +80,11 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "--drift-check-ms <ms>",
       "nftables: how often to compare the kernel table with what was applied",
       "5000",
+    )
+    .option(
+      "--counters-ms <ms>",
+      "nftables: how often to read the per-node counters into metrics (0: never)",
+      "10000",
     );
   addAnnounceOptions(command);
 }
@@ -96,6 +103,7 @@ export async function runNftablesLb(
   const maxSize = Number(flags.maxTableSize);
   const pollMs = Number(flags.pollMs);
   const driftMs = Number(flags.driftCheckMs);
+  const countersMs = Number(flags.countersMs ?? "10000");
   if (paths.length === 0 && !kube) return usage(io, "pass -f/--manifests DIR (repeatable)");
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
     return usage(io, "--seed must be 0..4294967295");
@@ -107,7 +115,8 @@ export async function runNftablesLb(
   } catch (e) {
     return usage(io, `--max-table-size: ${(e as Error).message}`);
   }
-  if (!(pollMs >= 50) || !(driftMs >= 0)) return usage(io, "--poll-ms must be ≥ 50 and --drift-check-ms ≥ 0");
+  if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
+    return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
   const announceWith = announceConfig(flags);
   if (typeof announceWith === "string") return usage(io, announceWith);
@@ -155,10 +164,12 @@ export async function runNftablesLb(
   // health: the prober plugs in as one HealthSource (members are `unknown`, i.e. serving,
   // until probed; --no-probe keeps them so)
   const listeners = new Set<() => void>();
+  let healthVersion = 0;
   const prober =
     flags.probe && !flags.once
       ? new ProberHealth({
           onChange: () => {
+            healthVersion++;
             changed();
             for (const l of listeners) l();
           },
@@ -170,6 +181,7 @@ export async function runNftablesLb(
       : undefined;
   const health: HealthSource | undefined = prober && {
     lookup: prober.lookup,
+    version: () => healthVersion,
     subscribe: (listener) => {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -280,6 +292,7 @@ export async function runNftablesLb(
       const plans = planSnapshot(decoded.snapshot).plans;
       announceRead(decoded.snapshot, plans);
       prober?.setPlans(plans);
+      healthVersion++; // new targets answer differently
       obs?.metrics.ipPools(poolUsage(decoded.snapshot.config.pools, plans));
       changed();
       return { snapshot: decoded.snapshot, degraded: problems.length > 0 };
@@ -321,10 +334,27 @@ export async function runNftablesLb(
       });
     },
   });
+  // per-node packets and bytes from the kernel's counters, at a modest period
+  const readCounters = async () => {
+    const state = controller.current;
+    if (!obs || !state) return;
+    try {
+      const counters = await nft.counters(flags.table);
+      for (const t of nodeTrafficOf(state, controller.forwarding, counters))
+        obs.metrics.nodeTraffic(t.node, t.packets, t.bytes);
+      for (const t of serviceTrafficOf(controller.forwarding, counters))
+        obs.metrics.serviceTraffic(t.service, t.packets, t.bytes);
+    } catch (e) {
+      io.stderr(`passlb lb: reading the node counters failed: ${(e as Error).message}\n`);
+    }
+  };
+  const counterTimer = obs && countersMs > 0 ? setInterval(() => void readCounters(), countersMs) : undefined;
+  counterTimer?.unref();
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
     else signal.addEventListener("abort", () => resolve(), { once: true });
   });
+  if (counterTimer) clearInterval(counterTimer);
   await announce?.stop();
   await controller.stop();
   await prober?.close();

@@ -27,6 +27,8 @@ interface MutableChain {
 interface Table {
   sets: Map<string, MutableSet>;
   chains: Map<string, MutableChain>;
+  /** named counters and their packets/bytes */
+  counters: Map<string, { packets: number; bytes: number }>;
 }
 
 export class FakeNftApplier implements NftApplier {
@@ -76,7 +78,21 @@ export class FakeNftApplier implements NftApplier {
         hash: comment.startsWith(HASH_COMMENT_PREFIX) ? comment.slice(HASH_COMMENT_PREFIX.length) : "",
       });
     }
-    return { table, sets, chains };
+    return { table, sets, chains, counters: new Set(t.counters.keys()) };
+  }
+
+  async counters(table: string): Promise<Map<string, { packets: number; bytes: number }>> {
+    const t = this.#tables.get(table);
+    if (!t) throw new PasslbError("nft_failed", `fake nft: No such file or directory (table ${table})`);
+    return new Map([...t.counters].map(([k, v]) => [k, { ...v }]));
+  }
+
+  /** Simulates traffic: adds to a named counter (tests of the counter metrics). */
+  count(table: string, counter: string, packets: number, bytes: number): void {
+    const c = this.#tables.get(table)?.counters.get(counter);
+    if (!c) throw new Error(`fake nft: no counter ${counter}`);
+    c.packets += packets;
+    c.bytes += bytes;
   }
 
   /** Rules of one chain as sent (for assertions). */
@@ -99,14 +115,16 @@ const fail = (message: string, line: string) =>
   });
 
 function execute(tables: Map<string, Table>, line: string): void {
-  const m = /^(add|delete|flush) (table|set|map|chain|rule|element) inet (\S+)(?: (\S+))?(?: (.*))?$/.exec(
-    line,
-  );
+  const m =
+    /^(add|delete|flush) (table|set|map|chain|rule|element|counter) inet (\S+)(?: (\S+))?(?: (.*))?$/.exec(
+      line,
+    );
   if (!m) throw fail(`cannot parse: ${line}`, line);
   const [, verb, what, tableName, name = "", rest = ""] = m;
   if (what === "table") {
     if (verb === "add") {
-      if (!tables.has(tableName!)) tables.set(tableName!, { sets: new Map(), chains: new Map() });
+      if (!tables.has(tableName!))
+        tables.set(tableName!, { sets: new Map(), chains: new Map(), counters: new Map() });
     } else if (verb === "delete") {
       if (!tables.delete(tableName!)) throw fail("No such file or directory (table)", line);
     } else {
@@ -126,6 +144,19 @@ function execute(tables: Map<string, Table>, line: string): void {
     case "delete set":
     case "delete map": {
       if (!t.sets.delete(name)) throw fail(`No such file or directory (set ${name})`, line);
+      return;
+    }
+    case "add counter": {
+      if (!t.counters.has(name)) t.counters.set(name, { packets: 0, bytes: 0 });
+      return;
+    }
+    case "delete counter": {
+      if (!t.counters.has(name)) throw fail(`No such file or directory (counter ${name})`, line);
+      for (const s of t.sets.values())
+        if (s.decl.endsWith(": counter;"))
+          for (const v of s.elements.values())
+            if (v === name) throw fail(`Device or resource busy (counter ${name} in use)`, line);
+      t.counters.delete(name);
       return;
     }
     case "add chain": {
@@ -167,6 +198,8 @@ function execute(tables: Map<string, Table>, line: string): void {
           if (have !== undefined && have !== v) throw fail(`File exists (element ${k} in ${name})`, line);
           if (v.startsWith("goto ") && !t.chains.has(v.slice(5)))
             throw fail(`No such file or directory (${v})`, line);
+          if (s.decl.endsWith(": counter;") && !t.counters.has(v))
+            throw fail(`No such file or directory (counter ${v})`, line);
           s.elements.set(k, v);
         } else if (!s.elements.delete(k))
           throw fail(`No such file or directory (element ${k} in ${name})`, line);
@@ -196,7 +229,8 @@ function cloneTables(tables: Map<string, Table>): Map<string, Table> {
     for (const [k, s] of t.sets) sets.set(k, { ...s, elements: new Map(s.elements) });
     const chains = new Map<string, MutableChain>();
     for (const [k, c] of t.chains) chains.set(k, { ...c, rules: [...c.rules] });
-    out.set(name, { sets, chains });
+    const counters = new Map([...t.counters].map(([k, v]) => [k, { ...v }]));
+    out.set(name, { sets, chains, counters });
   }
   return out;
 }

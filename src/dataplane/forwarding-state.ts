@@ -16,7 +16,7 @@
  *     members; other clients use the table of all healthy members.
  * Pure: health arrives as a lookup function, sizes and the seed as arguments.
  */
-import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
+import type { HealthCheck, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { listenerKey } from "../plan/load-balancer-plan.ts";
 import { type MaglevInput, type MaglevTable, maglevTable } from "./maglev.ts";
 import { maglevSizeFor } from "./maglev-size.ts";
@@ -41,11 +41,9 @@ export interface ActiveBackend {
   readonly weight: number;
 }
 
-export interface ListenerForwarding {
-  /** `TCP/80` */
-  readonly listener: string;
-  readonly protocol: "TCP" | "UDP" | "SCTP";
-  readonly port: number;
+/** Who takes new connections behind one health check: the same for every listener (and
+ * every Service) with the same members and the same check. */
+export interface BackendSelection {
   /** members taking new connections, sorted by node name */
   readonly backends: readonly ActiveBackend[];
   /** true when no member was healthy and all of them serve */
@@ -53,6 +51,13 @@ export interface ListenerForwarding {
   readonly table: MaglevTable;
   /** zone → table of that zone's healthy members (zonal affinity only) */
   readonly zoneTables: ReadonlyMap<string, MaglevTable>;
+}
+
+export interface ListenerForwarding extends BackendSelection {
+  /** `TCP/80` */
+  readonly listener: string;
+  readonly protocol: "TCP" | "UDP" | "SCTP";
+  readonly port: number;
 }
 
 export interface ServiceForwarding {
@@ -67,6 +72,13 @@ export interface ForwardingOptions {
   readonly sizeFor?: (backends: number) => number;
   /** table builder; default `maglevTable` (a memoising one lets equal inputs share a table) */
   readonly tableFor?: (input: MaglevInput) => MaglevTable;
+  /** memo hook: may return an earlier selection for an equal plan membership and check
+   * (lb-forwardings.ts shares one among Services on the same nodes); default `compute()` */
+  readonly select?: (
+    plan: LoadBalancerPlan,
+    check: HealthCheck | undefined,
+    compute: () => BackendSelection,
+  ) => BackendSelection;
 }
 
 export function serviceForwarding(
@@ -78,37 +90,41 @@ export function serviceForwarding(
   const listeners = plan.listeners.map((l): ListenerForwarding => {
     const key = listenerKey(l);
     const check = plan.healthChecks.find((h) => h.listeners.includes(key));
-    const judged = plan.members.map((m) => {
-      const h = check ? health(plan.service, check.id, m.node) : { state: "unknown" as const };
-      const weight = check?.readsWeight && h.weight !== undefined ? h.weight : m.weight;
-      return { m, ok: h.state !== "unhealthy", weight };
-    });
-    const healthy = judged.filter((j) => j.ok && j.weight > 0);
-    const failOpen = healthy.length === 0 && plan.members.length > 0;
-    const chosen = failOpen ? judged.map((j) => ({ ...j, weight: Math.max(1, j.weight) })) : healthy;
-    const backends = chosen
-      .map(({ m, weight }) => ({ node: m.node, zone: m.zone, addresses: m.addresses, weight }))
-      .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
-    const build = (list: readonly ActiveBackend[]) =>
-      (options.tableFor ?? maglevTable)({
-        backends: list.map((b) => ({ name: b.node, weight: b.weight })),
-        size: sizeFor(list.length),
-        seed: options.seed,
-      });
-    const zoneTables = new Map<string, MaglevTable>();
-    if (plan.zonalAffinity && !failOpen) {
-      const zones = [...new Set(backends.map((b) => b.zone))].filter((z) => z !== "").sort();
-      for (const z of zones) zoneTables.set(z, build(backends.filter((b) => b.zone === z)));
-    }
-    return {
-      listener: key,
-      protocol: l.protocol,
-      port: l.port,
-      backends,
-      failOpen,
-      table: build(backends),
-      zoneTables,
-    };
+    const compute = () => selectBackends(plan, check, health, options, sizeFor);
+    const selection = options.select ? options.select(plan, check, compute) : compute();
+    return { listener: key, protocol: l.protocol, port: l.port, ...selection };
   });
   return { service: plan.service, plan, listeners };
+}
+
+function selectBackends(
+  plan: LoadBalancerPlan,
+  check: HealthCheck | undefined,
+  health: HealthLookup,
+  options: ForwardingOptions,
+  sizeFor: (n: number) => number,
+): BackendSelection {
+  const judged = plan.members.map((m) => {
+    const h = check ? health(plan.service, check.id, m.node) : { state: "unknown" as const };
+    const weight = check?.readsWeight && h.weight !== undefined ? h.weight : m.weight;
+    return { m, ok: h.state !== "unhealthy", weight };
+  });
+  const healthy = judged.filter((j) => j.ok && j.weight > 0);
+  const failOpen = healthy.length === 0 && plan.members.length > 0;
+  const chosen = failOpen ? judged.map((j) => ({ ...j, weight: Math.max(1, j.weight) })) : healthy;
+  const backends = chosen
+    .map(({ m, weight }) => ({ node: m.node, zone: m.zone, addresses: m.addresses, weight }))
+    .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  const build = (list: readonly ActiveBackend[]) =>
+    (options.tableFor ?? maglevTable)({
+      backends: list.map((b) => ({ name: b.node, weight: b.weight })),
+      size: sizeFor(list.length),
+      seed: options.seed,
+    });
+  const zoneTables = new Map<string, MaglevTable>();
+  if (plan.zonalAffinity && !failOpen) {
+    const zones = [...new Set(backends.map((b) => b.zone))].filter((z) => z !== "").sort();
+    for (const z of zones) zoneTables.set(z, build(backends.filter((b) => b.zone === z)));
+  }
+  return { backends, failOpen, table: build(backends), zoneTables };
 }

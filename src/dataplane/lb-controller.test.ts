@@ -7,7 +7,10 @@ import type { Snapshot } from "../k8s/snapshot.ts";
 import { FakeNftApplier } from "./fake-nft-applier.ts";
 import type { HealthLookup, HealthState } from "./forwarding-state.ts";
 import { type HealthSource, LbController, type LbEvent } from "./lb-controller.ts";
+import { nodeTrafficOf, serviceTrafficOf } from "./node-traffic.ts";
 import type { PolicyRoute, RouteApplier } from "./policy-routes.ts";
+import { nodeCounterName } from "./render/nft-state.ts";
+import { serviceCounterName } from "./render/service-part.ts";
 
 const FIX = "test/fixtures/nft";
 
@@ -192,4 +195,58 @@ test("health back to unknown after unhealthy is a change (the node serves again)
   const back = await c.syncOnce();
   assert.equal(back.kind === "ok" && back.mode, "incremental");
   assert.deepEqual(new Map((await nft.dump("passlb"))!.sets.get("m1")!.elements), initial);
+});
+
+test("a health source with a version is read only when the version moves", async () => {
+  const nft = new FakeNftApplier();
+  const health = new FakeHealth();
+  let version = 0;
+  const versioned: HealthSource = {
+    lookup: health.lookup,
+    subscribe: (l) => health.subscribe(l),
+    version: () => version,
+  };
+  const { c } = controller(nft, { health: versioned });
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"), false, false);
+  await c.syncOnce();
+  health.states.set("node-a2", "unhealthy");
+  assert.deepEqual(await c.syncOnce(), { kind: "ok", mode: "noop", bytes: 0 }, "same version: not looked at");
+  version++;
+  const moved = await c.syncOnce();
+  assert.equal(moved.kind === "ok" && moved.mode, "incremental");
+  assert.ok(
+    c.forwarding.every((f) => f.listeners.every((l) => l.backends.every((b) => b.node !== "node-a2"))),
+  );
+});
+
+test("per-node traffic: the kernel's node counters, named by node", async () => {
+  const nft = new FakeNftApplier();
+  const { c } = controller(nft);
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"), false, false);
+  await c.syncOnce();
+  const hops = c.current!.sets.get("nexthops4")!.elements;
+  const [markA1, markB1] = ["198.51.100.11", "198.51.100.21"].map(
+    (addr) => [...hops].find(([, a]) => a === addr)![0],
+  );
+  nft.count("passlb", nodeCounterName(Number(markA1)), 3, 300);
+  nft.count("passlb", nodeCounterName(Number(markB1)), 5, 700);
+  const traffic = nodeTrafficOf(c.current!, c.forwarding, await nft.counters("passlb"));
+  assert.deepEqual(
+    traffic.filter((t) => t.packets > 0),
+    [
+      { node: "node-a1", packets: 3, bytes: 300 },
+      { node: "node-b1", packets: 5, bytes: 700 },
+    ],
+  );
+  assert.ok(traffic.some((t) => t.node === "node-a2" && t.packets === 0));
+  // per Service: one counter each, named after the Service
+  nft.count("passlb", serviceCounterName("edge/web"), 2, 120);
+  const services = serviceTrafficOf(c.forwarding, await nft.counters("passlb"));
+  assert.deepEqual(services.map((s) => s.service).sort(), c.forwarding.map((f) => f.service).sort());
+  assert.deepEqual(
+    services.find((s) => s.service === "edge/web"),
+    { service: "edge/web", packets: 2, bytes: 120 },
+  );
 });

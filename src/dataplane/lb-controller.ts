@@ -3,11 +3,12 @@
  * else comes in through narrow interfaces (NftApplier, RouteApplier, HealthSource, Timers),
  * each with a fake, so tests drive it without a kernel.
  *
- * One pass (level-triggered, DESIGN.md): snapshot → plans (planSnapshot, sticky subsets) →
- * forwarding per Service (health applied) → desired NftState → the smallest script that
- * gets the kernel there → one nft transaction; policy routes around it (new next hops
- * before, stale ones after). Passes are debounced and never overlap; a request during a
- * pass runs another pass after it.
+ * One pass (level-triggered, DESIGN.md): snapshot → plans and forwarding per Service
+ * (lb-forwardings.ts, health applied) → desired NftState (desired-state.ts, visiting only
+ * the Services whose forwarding changed) → the smallest script that gets the kernel there
+ * (visiting only the objects the pass touched) → one nft transaction; policy routes around
+ * it (new next hops before, stale ones after). Passes are debounced and never overlap; a
+ * request during a pass runs another pass after it.
  *
  * - Start adopts: the table already in the kernel (a previous process's) becomes the
  *   current state, node marks and slot maps keep their names, and only differences are
@@ -17,56 +18,28 @@
  * - Drift: every `driftCheckMs` the table is listed (terse: objects, chains, rule counts,
  *   hashes; every `elementCheckEvery`-th time with elements) and compared with what we
  *   last applied; any difference → full sync.
- * - Bad input never corrupts what works: a Service whose forwarding cannot be built, or
- *   whose plan has error-level issues, keeps its last good forwarding; while the input has
- *   problems, Services that vanished from it keep theirs too.
+ * - Bad input never corrupts what works (lb-forwardings.ts keeps last good forwardings).
  * Outcomes are values (SyncOutcome); the loop owns the retry backoff.
  */
 import type { Snapshot } from "../k8s/snapshot.ts";
-import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
-import { createPlanCache, planSnapshot } from "../plan/planner.ts";
-import {
-  ALL_UNKNOWN,
-  type HealthLookup,
-  type ServiceForwarding,
-  serviceForwarding,
-} from "./forwarding-state.ts";
-import { type MaglevInput, type MaglevTable, maglevTable } from "./maglev.ts";
+import { ALL_UNKNOWN, type HealthLookup, type ServiceForwarding } from "./forwarding-state.ts";
+import { LbForwardings } from "./lb-forwardings.ts";
+import type { HealthSource, LbEvent, SyncOutcome, Timers } from "./lb-ports.ts";
 import type { NftApplier } from "./nft-applier.ts";
-import { type PolicyRoute, policyRoutesOf, type RouteApplier } from "./policy-routes.ts";
-import { createDesiredCache, desiredNftState } from "./render/desired-state.ts";
+import { driftBetween } from "./nft-drift.ts";
+import {
+  type PolicyRoute,
+  policyRoutesOf,
+  type RouteApplier,
+  sameRoutes,
+  unionRoutes,
+} from "./policy-routes.ts";
+import { createDesiredCache, type DesiredUpdate, desiredNftUpdate } from "./render/desired-state.ts";
 import type { NftState } from "./render/nft-state.ts";
 import { needsFullSync, renderElementUpdates, renderRuleset } from "./render/render-ruleset.ts";
 
-/** Where health comes from: the prober, adapted, plugs in as this one object. */
-export interface HealthSource {
-  readonly lookup: HealthLookup;
-  /** calls `listener` after any transition or weight change; returns an unsubscribe */
-  subscribe(listener: () => void): () => void;
-}
-
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export type SyncOutcome =
-  | { readonly kind: "ok"; readonly mode: "full" | "incremental" | "noop"; readonly bytes: number }
-  | { readonly kind: "retry"; readonly delayMs: number; readonly cause: unknown }
-  | { readonly kind: "failed"; readonly cause: unknown };
-
-export type LbEvent =
-  | {
-      readonly kind: "synced";
-      readonly mode: "full" | "incremental" | "noop";
-      readonly bytes: number;
-      readonly ms: number;
-    }
-  | { readonly kind: "sync_failed"; readonly error: unknown; readonly retryInMs: number }
-  | { readonly kind: "adopted"; readonly sets: number; readonly chains: number }
-  | { readonly kind: "drift"; readonly what: string }
-  | { readonly kind: "routes_failed"; readonly error: unknown }
-  | { readonly kind: "kept_last_good"; readonly service: string; readonly reason: string };
+export type { HealthSource, LbEvent, SyncOutcome, Timers } from "./lb-ports.ts";
+export { driftBetween } from "./nft-drift.ts";
 
 export interface LbControllerOptions {
   readonly table: string;
@@ -95,13 +68,9 @@ export class LbController {
   #degraded = false;
   #current: NftState | undefined;
   #needFull = true;
-  #plans = new Map<string, LoadBalancerPlan>();
-  #lastGood = new Map<string, ServiceForwarding>();
+  readonly #forwardings: LbForwardings;
   #routes: readonly PolicyRoute[] | undefined;
-  readonly #cache = createPlanCache();
   readonly #desiredCache = createDesiredCache();
-  #tables = new Map<string, MaglevTable>();
-  #memo = new Map<string, { plan: LoadBalancerPlan; health: string; forwarding: ServiceForwarding }>();
   #timer: unknown;
   #driftTimer: unknown;
   #driftChecks = 0;
@@ -116,6 +85,12 @@ export class LbController {
 
   constructor(options: LbControllerOptions) {
     this.#o = options;
+    this.#forwardings = new LbForwardings({
+      seed: options.seed,
+      ...(options.sizeFor && { sizeFor: options.sizeFor }),
+      ...(options.vipSource && { vipSource: options.vipSource }),
+      onKept: (service, reason) => options.onEvent?.({ kind: "kept_last_good", service, reason }),
+    });
   }
 
   /** Adopt what the kernel holds, subscribe to health, start drift checks. */
@@ -156,12 +131,12 @@ export class LbController {
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
 
-  /** The state last applied (or adopted). */
   /** the forwarding state last programmed, per Service (for metrics and the dashboard) */
   get forwarding(): readonly ServiceForwarding[] {
-    return [...this.#lastGood.values()];
+    return this.#forwardings.lastGood;
   }
 
+  /** The state last applied (or adopted). */
   get current(): NftState | undefined {
     return this.#current;
   }
@@ -223,14 +198,15 @@ export class LbController {
   async #syncOnce(): Promise<SyncOutcome> {
     const snapshot = this.#snapshot;
     if (!snapshot) return { kind: "ok", mode: "noop", bytes: 0 };
-    let desired: NftState;
+    let update: DesiredUpdate;
     try {
-      desired = this.#desired(snapshot);
+      update = this.#desired(snapshot);
     } catch (cause) {
       return { kind: "failed", cause };
     }
-    const full = this.#needFull || !this.#current || needsFullSync(this.#current, desired);
-    const script = full ? renderRuleset(desired) : renderElementUpdates(this.#current!, desired);
+    const { state: desired, touched } = update;
+    const full = this.#needFull || !this.#current || needsFullSync(this.#current, desired, touched);
+    const script = full ? renderRuleset(desired) : renderElementUpdates(this.#current!, desired, touched);
     const wanted = policyRoutesOf(desired);
     // routes for new next hops go in before any mark can point at them
     if (!sameRoutes(this.#routes, wanted))
@@ -267,82 +243,18 @@ export class LbController {
     }
   }
 
-  #desired(snapshot: Snapshot): NftState {
-    const vipSource = this.#o.vipSource ?? "ipam";
-    let { plans } = planSnapshot(snapshot, { previous: this.#plans, vipSource }, this.#cache);
-    if (this.#plans.size === 0 && plans.length > 0) {
-      // first pass: plan once more with these plans as the previous ones, so the planner's
-      // memo (keyed on the previous plan) settles now rather than on the next change
-      this.#plans = new Map(plans.map((p) => [p.service, p]));
-      plans = planSnapshot(snapshot, { previous: this.#plans, vipSource }, this.#cache).plans;
-    }
-    const health = this.#o.health?.lookup ?? ALL_UNKNOWN;
-    // equal Maglev inputs share one table object (Services on the same nodes), across passes
-    const tables = new Map<string, MaglevTable>();
-    const tableFor = (input: MaglevInput): MaglevTable => {
-      const key = `${input.size}|${input.seed}|${input.backends.map((b) => `${b.name}:${b.weight}`).join(",")}`;
-      let table = tables.get(key) ?? this.#tables.get(key);
-      if (!table) table = maglevTable(input);
-      tables.set(key, table);
-      return table;
-    };
-    const options = {
-      seed: this.#o.seed,
-      tableFor,
-      ...(this.#o.sizeFor ? { sizeFor: this.#o.sizeFor } : {}),
-    };
-    const memo = new Map<string, { plan: LoadBalancerPlan; health: string; forwarding: ServiceForwarding }>();
-    const forwardings = new Map<string, ServiceForwarding>();
-    for (const plan of plans) {
-      const last = this.#lastGood.get(plan.service);
-      const error = plan.issues.find((i) => i.severity === "error");
-      if (error && last) {
-        this.#o.onEvent?.({ kind: "kept_last_good", service: plan.service, reason: error.code });
-        forwardings.set(plan.service, last);
-        continue;
-      }
-      const signature = healthSignature(plan, health);
-      const known = this.#memo.get(plan.service);
-      if (known && known.plan === plan && known.health === signature) {
-        forwardings.set(plan.service, known.forwarding);
-        memo.set(plan.service, known);
-        continue;
-      }
-      try {
-        const forwarding = serviceForwarding(plan, health, options);
-        forwardings.set(plan.service, forwarding);
-        memo.set(plan.service, { plan, health: signature, forwarding });
-      } catch (e) {
-        this.#o.onEvent?.({ kind: "kept_last_good", service: plan.service, reason: (e as Error).message });
-        if (last) forwardings.set(plan.service, last);
-      }
-    }
-    if (this.#degraded)
-      for (const [service, last] of this.#lastGood)
-        if (!forwardings.has(service)) {
-          this.#o.onEvent?.({ kind: "kept_last_good", service, reason: "input_invalid" });
-          forwardings.set(service, last);
-        }
-    const desired = desiredNftState({
+  #desired(snapshot: Snapshot): DesiredUpdate {
+    const health: HealthLookup = this.#o.health?.lookup ?? ALL_UNKNOWN;
+    const version = this.#o.health ? this.#o.health.version?.() : 0;
+    const forwardings = this.#forwardings.update(snapshot, this.#degraded, health, version);
+    return desiredNftUpdate({
       table: this.#o.table,
       seed: this.#o.seed,
       zones: snapshot.config.zones,
       previous: this.#current ?? { table: this.#o.table, sets: new Map(), chains: new Map() },
-      forwardings: [...forwardings.values()],
+      forwardings,
       cache: this.#desiredCache,
     });
-    this.#tables = tables;
-    this.#memo = memo;
-    // the planner only reads the previous members (sticky subsets) and memoises on the
-    // previous plan's identity: keep the stored plan while its members stay the same
-    const previous = new Map<string, LoadBalancerPlan>();
-    for (const p of plans) {
-      const stored = this.#plans.get(p.service);
-      previous.set(p.service, stored && sameMembers(stored, p) ? stored : p);
-    }
-    this.#plans = previous;
-    this.#lastGood = forwardings;
-    return desired;
   }
 
   /** Compare the kernel with what we applied; schedule a full sync on any difference. */
@@ -375,59 +287,4 @@ export class LbController {
       this.#armDrift();
     }, every);
   }
-}
-
-function sameMembers(a: LoadBalancerPlan, b: LoadBalancerPlan): boolean {
-  return a.members.length === b.members.length && a.members.every((m, i) => m.node === b.members[i]!.node);
-}
-
-const STATE_CODE = { healthy: "h", unhealthy: "x", unknown: "?" } as const;
-
-/** Everything health says about a plan's members, as a string: equal → same forwarding. */
-function healthSignature(plan: LoadBalancerPlan, health: HealthLookup): string {
-  let out = "";
-  for (const check of plan.healthChecks)
-    for (const m of plan.members) {
-      const h = health(plan.service, check.id, m.node);
-      out += `${STATE_CODE[h.state]}${h.weight ?? ""};`;
-    }
-  return out;
-}
-
-/** A short description of how `observed` differs from `expected`, or undefined. */
-export function driftBetween(
-  expected: NftState,
-  observed: NftState | undefined,
-  elements: boolean,
-): string | undefined {
-  if (!observed) return "table missing";
-  for (const name of expected.sets.keys()) if (!observed.sets.has(name)) return `set ${name} missing`;
-  for (const name of observed.sets.keys()) if (!expected.sets.has(name)) return `unexpected set ${name}`;
-  for (const [name, c] of expected.chains) {
-    const o = observed.chains.get(name);
-    if (!o) return `chain ${name} missing`;
-    if (o.ruleCount !== c.ruleCount || o.hash !== c.hash) return `chain ${name} rules changed`;
-  }
-  for (const name of observed.chains.keys())
-    if (!expected.chains.has(name)) return `unexpected chain ${name}`;
-  if (elements)
-    for (const [name, s] of expected.sets) {
-      const o = observed.sets.get(name)!;
-      if (o.elements.size !== s.elements.size)
-        return `set ${name} has ${o.elements.size} elements, not ${s.elements.size}`;
-      for (const [k, v] of s.elements) if (o.elements.get(k) !== v) return `set ${name} element ${k} differs`;
-    }
-  return undefined;
-}
-
-function sameRoutes(a: readonly PolicyRoute[] | undefined, b: readonly PolicyRoute[]): boolean {
-  if (!a || a.length !== b.length) return false;
-  return a.every((r, i) => r.mark === b[i]!.mark && r.via === b[i]!.via && r.family === b[i]!.family);
-}
-
-function unionRoutes(a: readonly PolicyRoute[], b: readonly PolicyRoute[]): PolicyRoute[] {
-  const byMark = new Map<number, PolicyRoute>();
-  for (const r of a) byMark.set(r.mark, r);
-  for (const r of b) byMark.set(r.mark, r);
-  return [...byMark.values()];
 }

@@ -14,7 +14,7 @@
 import { spawn } from "node:child_process";
 import { PasslbError } from "../errors.ts";
 import type { NftState } from "./render/nft-state.ts";
-import { stateFromNftJson } from "./render/parse-nft-json.ts";
+import { countersFromNftJson, stateFromNftJson } from "./render/parse-nft-json.ts";
 
 export interface NftApplier {
   /** Commit the script as one transaction. Throws PasslbError. */
@@ -23,6 +23,8 @@ export interface NftApplier {
   check(script: string): Promise<void>;
   /** The table as the kernel holds it; undefined when it does not exist. */
   dump(table: string, options?: { terse?: boolean }): Promise<NftState | undefined>;
+  /** Packets and bytes of the table's named counters. Throws PasslbError. */
+  counters(table: string): Promise<Map<string, { packets: number; bytes: number }>>;
 }
 
 export interface NftCommandOptions {
@@ -83,6 +85,10 @@ export function createNftApplier(options: NftCommandOptions = {}): NftApplier {
       const failure = classifyNftFailure("dump", r);
       if (failure) throw failure;
       return stateFromNftJson(JSON.parse(r.stdout), table);
+    },
+    async counters(table) {
+      const r = await must("counters", ["-j", "list", "counters", "table", "inet", table]);
+      return countersFromNftJson(JSON.parse(r.stdout), table);
     },
   };
 }

@@ -127,3 +127,17 @@ export function createPolicyRoutes(options: { netns?: string; pref?: number } = 
     },
   };
 }
+
+/** Same routes in the same order. */
+export function sameRoutes(a: readonly PolicyRoute[] | undefined, b: readonly PolicyRoute[]): boolean {
+  if (!a || a.length !== b.length) return false;
+  return a.every((r, i) => r.mark === b[i]!.mark && r.via === b[i]!.via && r.family === b[i]!.family);
+}
+
+/** Both lists, one route per mark (b's wins): what must exist while moving from a to b. */
+export function unionRoutes(a: readonly PolicyRoute[], b: readonly PolicyRoute[]): PolicyRoute[] {
+  const byMark = new Map<number, PolicyRoute>();
+  for (const r of a) byMark.set(r.mark, r);
+  for (const r of b) byMark.set(r.mark, r);
+  return [...byMark.values()];
+}

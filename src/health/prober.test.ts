@@ -132,6 +132,8 @@ describe("Prober", () => {
     assert.ok(detection <= 1000 * 3 + 500, `detected after ${detection} ms`);
     assert.ok(detection >= 1000 * 2 + 500, `not before three failures: ${detection} ms`);
     assert.equal(prober.states().get(target(2).key)?.state, "healthy");
+    assert.deepEqual(prober.healthOf(target(2).key), prober.states().get(target(2).key));
+    assert.equal(prober.healthOf("no-such-target"), undefined);
     await shutdown(clock, prober);
   });
 

@@ -154,6 +154,11 @@ export class Prober {
   }
 
   /** current state per target key */
+  /** One target's health, without copying every entry (the forwarding state asks per node). */
+  healthOf(key: string): TargetHealth | undefined {
+    return this.#entries.get(key)?.health;
+  }
+
   states(): ReadonlyMap<string, TargetHealth> {
     return new Map([...this.#entries].map(([k, e]) => [k, e.health]));
   }

@@ -1,6 +1,10 @@
 /**
  * Turns manifest text into documents: multi-document YAML (JSON is YAML), and `kind: List`
  * expanded into its items. Pure: the caller reads the files and names the source.
+ * Text that is one JSON value (a `.json` file, `kubectl get -o json`) goes through
+ * JSON.parse first: the YAML parser builds a node tree several times the size of the
+ * objects, which dominated `passlb lb`'s memory on large clusters; text JSON.parse refuses
+ * falls back to the YAML parser (and its error messages).
  * Decoding the objects is `decode.ts`'s job; here a document is any parsed value.
  */
 import { parseAllDocuments } from "yaml";
@@ -27,6 +31,11 @@ export function parseDocuments(
 ): { documents: Document[]; problems: DocumentProblem[] } {
   const documents: Document[] = [];
   const problems: DocumentProblem[] = [];
+  const json = parseJson(text);
+  if (json !== undefined) {
+    push(documents, source, 1, json.value);
+    return { documents, problems };
+  }
   const parsed = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: false });
   const all = Array.isArray(parsed) ? parsed : [parsed];
   let index = 0;
@@ -40,17 +49,31 @@ export function parseDocuments(
       problems.push({ source, index, message: `not valid YAML/JSON${where}: ${reason}` });
       continue;
     }
-    const value: unknown = doc.toJS({ maxAliasCount: 100 });
-    if (value === null || value === undefined) continue; // empty document (e.g. a trailing ---)
-    if (isList(value)) {
-      value.items.forEach((item, i) => {
-        documents.push({ source, index, item: i + 1, value: item });
-      });
-      continue;
-    }
-    documents.push({ source, index, value });
+    push(documents, source, index, doc.toJS({ maxAliasCount: 100 }));
   }
   return { documents, problems };
+}
+
+function push(documents: Document[], source: string, index: number, value: unknown): void {
+  if (value === null || value === undefined) return; // empty document (e.g. a trailing ---)
+  if (isList(value)) {
+    value.items.forEach((item, i) => {
+      documents.push({ source, index, item: i + 1, value: item });
+    });
+    return;
+  }
+  documents.push({ source, index, value });
+}
+
+/** The value when the whole text is one JSON object or array; undefined otherwise. */
+function parseJson(text: string): { value: unknown } | undefined {
+  const first = text.trimStart()[0];
+  if (first !== "{" && first !== "[") return undefined;
+  try {
+    return { value: JSON.parse(text) };
+  } catch {
+    return undefined;
+  }
 }
 
 function isList(value: unknown): value is { items: unknown[] } {

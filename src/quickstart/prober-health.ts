@@ -54,10 +54,9 @@ export class ProberHealth {
   readonly lookup: HealthLookup = (service, checkId, node): MemberHealth => {
     const keys = this.#index.get(`${service}|${checkId}|${node}`);
     if (!keys) return { state: "unknown" };
-    const states = this.#prober.states();
     let worst: MemberHealth = { state: "healthy" };
     for (const k of keys) {
-      const h = states.get(k);
+      const h = this.#prober.healthOf(k);
       const state = h?.state ?? "unknown";
       if (state === "unhealthy" || (state === "unknown" && worst.state === "healthy"))
         worst = h?.weight === undefined ? { state } : { state, weight: h.weight };

@@ -48,9 +48,16 @@ test("facade calls show up in the exposition", async () => {
   metrics.connectionTotals("default/web", "node-b", 7);
   metrics.bytes("default/web", "node-a", "to_client", 1500);
   metrics.ipPool("default", "IPv4", 14, 3);
+  metrics.nodeTraffic("node-a", 10, 1000);
+  metrics.nodeTraffic("node-a", 15, 1500);
+  metrics.nodeTraffic("node-a", 3, 300); // the kernel counter was recreated
+  metrics.serviceTraffic("default/web", 4, 400);
   metrics.kubeWatchRestart("services", "expired");
   metrics.kubeWatchRestart("services", "expired");
   const text = await metrics.text();
+  assert.match(text, /passlb_node_forwarded_packets_total\{node="node-a"\} 18/);
+  assert.match(text, /passlb_node_forwarded_bytes_total\{node="node-a"\} 1800/);
+  assert.match(text, /passlb_service_forwarded_packets_total\{service="default\/web"\} 4/);
   assert.match(text, /passlb_health_probes_total\{node="node-a",result="failure"\} 1/);
   assert.match(text, /passlb_health_probe_duration_seconds_count\{result="success"\} 1/);
   assert.match(text, /passlb_health_transitions_total\{node="node-a",to="unhealthy"\} 1/);

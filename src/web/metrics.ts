@@ -139,6 +139,30 @@ function define(registry: Registry, beforeScrape: () => void) {
       registers: r,
       collect: beforeScrape,
     }),
+    nodePackets: new Counter({
+      name: "passlb_node_forwarded_packets_total",
+      help: "Packets the nftables data plane marked for a node (kernel counters, all Services), by node.",
+      labelNames: ["node"] as const,
+      registers: r,
+    }),
+    nodeBytes: new Counter({
+      name: "passlb_node_forwarded_bytes_total",
+      help: "Bytes the nftables data plane marked for a node (kernel counters, all Services), by node.",
+      labelNames: ["node"] as const,
+      registers: r,
+    }),
+    servicePackets: new Counter({
+      name: "passlb_service_forwarded_packets_total",
+      help: "Packets the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
+    serviceBytes: new Counter({
+      name: "passlb_service_forwarded_bytes_total",
+      help: "Bytes the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
     reconciles: new Counter({
       name: "passlb_reconciles_total",
       help: "Reconcile passes by controller and outcome (ok, retry, reprocess_all, failed).",
@@ -225,6 +249,42 @@ export class Metrics {
   /** data planes that count in the kernel (nft counters) report totals, not increments */
   connectionTotals(service: string, node: string, total: number): void {
     this.#setCounter(this.#m.connections, { service, node }, total);
+  }
+
+  /** kernel per-node counters, as totals (a total that went back restarts from it) */
+  nodeTraffic(node: string, packets: number, bytes: number): void {
+    this.#kernelTotals(`n\u0000${node}`, this.#m.nodePackets, this.#m.nodeBytes, { node }, packets, bytes);
+  }
+
+  /** kernel per-Service counters, as totals */
+  serviceTraffic(service: string, packets: number, bytes: number): void {
+    this.#kernelTotals(
+      `s\u0000${service}`,
+      this.#m.servicePackets,
+      this.#m.serviceBytes,
+      { service },
+      packets,
+      bytes,
+    );
+  }
+
+  #kernelTotals<L extends string>(
+    key: string,
+    packetsCounter: Counter<L>,
+    bytesCounter: Counter<L>,
+    labels: Partial<Record<L, string>>,
+    packets: number,
+    bytes: number,
+  ): void {
+    for (const [c, total, kind] of [
+      [packetsCounter, packets, "p"],
+      [bytesCounter, bytes, "b"],
+    ] as const) {
+      const k = `${key}\u0000${kind}`;
+      const last = this.#totals.get(k) ?? 0;
+      this.#totals.set(k, total);
+      c.inc(labels, total >= last ? total - last : total); // 0 too: the series exists from the first read
+    }
   }
 
   byteTotals(service: string, node: string, direction: Direction, total: number): void {

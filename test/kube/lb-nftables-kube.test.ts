@@ -103,6 +103,7 @@ test("the same against the kernel: real nft in a throwaway network namespace", {
     },
     check: (script) => real.check(script),
     dump: (table, options) => real.dump(table, options),
+    counters: (table) => real.counters(table),
   };
   await scenario(t, counting, () => sent);
 });

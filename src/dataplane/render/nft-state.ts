@@ -14,7 +14,10 @@
  *   - `m<n>` slot maps (Maglev slot → node mark), shared by every listener whose table has
  *     the same contents;
  *   - `src_*` / `zone_*` interval sets (loadBalancerSourceRanges, client zones);
- *   - chains: `prerouting` (the hook) and one chain per Service listener and family.
+ *   - `node_<mark>` named counters and the `nodecounters` map (mark → counter): packets
+ *     and bytes sent to each node, read back by `nft -j list counters` (issue 9 metrics);
+ *   - chains: `prerouting` (the hook), one chain per Service listener and family, and
+ *     `count` (a later prerouting base chain: one counter lookup by the mark just set).
  * A chain's rules are compared by a hash carried in its last rule's comment, because the
  * kernel prints rules back in a normalised form that differs from what we wrote.
  *
@@ -30,6 +33,11 @@ export const MARK_V6_BIT = 0x00800000;
 export const MARK_INDEX_LIMIT = 0x00800000;
 
 export type Fam = 4 | 6;
+
+export const FAMS: readonly Fam[] = [4, 6];
+export const familyName = (fam: Fam): "IPv4" | "IPv6" => (fam === 4 ? "IPv4" : "IPv6");
+/** the nft payload keyword of a family (`ip saddr`, `ip6 saddr`) */
+export const ipKey = (fam: Fam): "ip" | "ip6" => (fam === 4 ? "ip" : "ip6");
 
 export interface NftSet {
   readonly name: string;
@@ -59,6 +67,17 @@ export interface NftState {
   readonly table: string;
   readonly sets: ReadonlyMap<string, NftSet>;
   readonly chains: ReadonlyMap<string, NftChain>;
+  /** named counters (`node_<mark>`: packets and bytes forwarded to one node); absent = none */
+  readonly counters?: ReadonlySet<string>;
+}
+
+/** The named counter of a node mark. */
+export const nodeCounterName = (mark: number): string => `node_${hex8(mark)}`;
+
+/** Names of the sets and chains a pass added, replaced or removed (undefined: compare all). */
+export interface Touched {
+  readonly sets: ReadonlySet<string>;
+  readonly chains: ReadonlySet<string>;
 }
 
 export const emptyNftState = (table: string): NftState => ({ table, sets: new Map(), chains: new Map() });

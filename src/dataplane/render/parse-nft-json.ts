@@ -6,7 +6,8 @@
  * elements (prefixes, concatenations, verdicts, marks as numbers), chains with their hook,
  * and per chain the rule count and the `passlb <hash>` comment of its last rule. Rule
  * bodies are not reconstructed (the kernel prints them normalised); the hash stands for them.
- * Declarations are not reconstructed either (`decl` is "?", matching any).
+ * Declarations are not reconstructed either (`decl` is "?", matching any). Named counters
+ * are read by name (and, by countersFromNftJson, with their packets and bytes).
  *
  * Does not: run nft; judge whether the table is ours beyond its name.
  */
@@ -20,7 +21,12 @@ export function stateFromNftJson(json: Json, table: string): NftState {
   const sets = new Map<string, NftSet>();
   const chainBase = new Map<string, string | null>();
   const rules = new Map<string, { count: number; lastComment: string | undefined }>();
+  const counters = new Set<string>();
   for (const item of items as Record<string, Record<string, unknown>>[]) {
+    if (item.counter) {
+      if (item.counter.table === table) counters.add(String(item.counter.name));
+      continue;
+    }
     const set = item.set ?? item.map;
     if (set) {
       if (set.table !== table) continue;
@@ -65,7 +71,23 @@ export function stateFromNftJson(json: Json, table: string): NftState {
       hash: comment.startsWith(HASH_COMMENT_PREFIX) ? comment.slice(HASH_COMMENT_PREFIX.length) : "",
     });
   }
-  return { table, sets, chains };
+  return { table, sets, chains, counters };
+}
+
+/** `nft -j list counters table …` → packets and bytes per counter name. */
+export function countersFromNftJson(
+  json: Json,
+  table: string,
+): Map<string, { packets: number; bytes: number }> {
+  const items = (json as { nftables?: unknown[] }).nftables;
+  if (!Array.isArray(items)) throw new TypeError("countersFromNftJson: not an nft JSON listing");
+  const out = new Map<string, { packets: number; bytes: number }>();
+  for (const item of items as { counter?: Record<string, unknown> }[]) {
+    const c = item.counter;
+    if (!c || c.table !== table) continue;
+    out.set(String(c.name), { packets: Number(c.packets) || 0, bytes: Number(c.bytes) || 0 });
+  }
+  return out;
 }
 
 function priorityName(prio: number): string {

@@ -1,0 +1,56 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { readManifests } from "../cluster/manifest-files.ts";
+import { decodeDocuments } from "../k8s/decode.ts";
+import type { HealthLookup, HealthState } from "./forwarding-state.ts";
+import { LbForwardings } from "./lb-forwardings.ts";
+
+async function snapshot() {
+  const read = await readManifests(
+    ["test/fixtures/nft/_base", "test/fixtures/nft/cluster-ranges/input.yaml"],
+    async () => "",
+  );
+  return decodeDocuments(read.documents).snapshot;
+}
+
+test("Services on the same nodes behind the same check share one selection; unchanged ones are reused", async () => {
+  const snap = await snapshot();
+  const states = new Map<string, HealthState>();
+  let lookups = 0;
+  const health: HealthLookup = (_s, _c, node) => {
+    lookups++;
+    return { state: states.get(node) ?? "healthy" };
+  };
+  const f = new LbForwardings({ seed: 5, sizeFor: () => 31 });
+  const first = f.update(snap, false, health, 1);
+  assert.ok(first.length >= 2, "the fixture has several Services");
+  const tables = new Set(first.flatMap((fw) => fw.listeners.map((l) => l.table)));
+  const listeners = first.flatMap((fw) => fw.listeners).length;
+  assert.ok(tables.size < listeners, `${listeners} listeners share ${tables.size} tables`);
+
+  // same version: no lookups, the same objects
+  lookups = 0;
+  const again = f.update(snap, false, health, 1);
+  assert.equal(lookups, 0);
+  assert.deepEqual(
+    again.map((fw, i) => fw === first[i]),
+    first.map(() => true),
+  );
+
+  // a new version with the same answers: lookups, but still the same objects
+  const same = f.update(snap, false, health, 2);
+  assert.ok(lookups > 0);
+  assert.deepEqual(
+    same.map((fw, i) => fw === first[i]),
+    first.map(() => true),
+  );
+
+  // a node goes down: every Service that has it as a member changes, the others do not
+  states.set("node-a1", "unhealthy");
+  const moved = f.update(snap, false, health, 3);
+  for (const [i, fw] of moved.entries()) {
+    const hasNode = fw.plan.members.some((m) => m.node === "node-a1");
+    assert.equal(fw !== first[i], hasNode, fw.service);
+    if (hasNode) assert.ok(fw.listeners.every((l) => l.backends.every((b) => b.node !== "node-a1")));
+  }
+});

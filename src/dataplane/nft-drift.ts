@@ -1,0 +1,38 @@
+/**
+ * Drift: how the table the kernel holds differs from the one passlb last applied. Pure.
+ * Compares object names, each chain's rule count and hash (carried in its last rule's
+ * comment, nft-state.ts) and, when asked (a full listing is costly), every element.
+ * Any difference makes the controller schedule a full sync (issue 6: detect and converge).
+ * Does not: list the table (nft-applier.ts) or decide when to look (lb-controller.ts).
+ */
+import type { NftState } from "./render/nft-state.ts";
+
+/** A short description of how `observed` differs from `expected`, or undefined. */
+export function driftBetween(
+  expected: NftState,
+  observed: NftState | undefined,
+  elements: boolean,
+): string | undefined {
+  if (!observed) return "table missing";
+  for (const name of expected.sets.keys()) if (!observed.sets.has(name)) return `set ${name} missing`;
+  for (const name of observed.sets.keys()) if (!expected.sets.has(name)) return `unexpected set ${name}`;
+  for (const name of expected.counters ?? [])
+    if (!observed.counters?.has(name)) return `counter ${name} missing`;
+  for (const name of observed.counters ?? [])
+    if (!expected.counters?.has(name)) return `unexpected counter ${name}`;
+  for (const [name, c] of expected.chains) {
+    const o = observed.chains.get(name);
+    if (!o) return `chain ${name} missing`;
+    if (o.ruleCount !== c.ruleCount || o.hash !== c.hash) return `chain ${name} rules changed`;
+  }
+  for (const name of observed.chains.keys())
+    if (!expected.chains.has(name)) return `unexpected chain ${name}`;
+  if (elements)
+    for (const [name, s] of expected.sets) {
+      const o = observed.sets.get(name)!;
+      if (o.elements.size !== s.elements.size)
+        return `set ${name} has ${o.elements.size} elements, not ${s.elements.size}`;
+      for (const [k, v] of s.elements) if (o.elements.get(k) !== v) return `set ${name} element ${k} differs`;
+    }
+  return undefined;
+}
