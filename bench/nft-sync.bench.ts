@@ -43,8 +43,9 @@ if (skip) {
 }
 
 const slabKb = () => Number(/^Slab:\s+(\d+)/m.exec(readFileSync("/proc/meminfo", "utf8"))![1]);
+/** nearest-rank percentile: the smallest sample with at least p of all samples at or below it */
 const pct = (xs: number[], p: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+  [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length * p) - 1)]!;
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
 function makeSnapshot(local: boolean): Snapshot {
