@@ -126,8 +126,12 @@ export class ControllerLoop {
       outcome = { kind: "retry", delayMs: 0, cause: `bug: ${(e as Error).message}`, writes: 0 };
     }
     this.#passes++;
-    this.#o.report?.onPass?.(outcome, this.#o.clock.now() - started);
     this.#running = undefined;
+    try {
+      this.#o.report?.onPass?.(outcome, this.#o.clock.now() - started);
+    } catch {
+      // a failing report (a log or metrics sink) must not stop the loop
+    }
     if (this.#stopped) return;
     if (outcome.kind === "ok") this.#failures = 0;
     else {

@@ -79,8 +79,13 @@ export class LeaseElector {
     if (this.#stopped) return;
     this.#running = this.#attempt().finally(() => {
       this.#running = undefined;
-      this.#notify();
       if (!this.#stopped) this.#timer = this.#clock.setTimer(() => this.#tick(), this.#config.retryPeriodMs);
+      try {
+        this.#notify();
+      } catch (e) {
+        // a failing listener must neither stop the renewals nor reject this promise
+        this.#events.onError?.(e);
+      }
     });
   }
 
