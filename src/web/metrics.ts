@@ -253,38 +253,15 @@ export class Metrics {
 
   /** kernel per-node counters, as totals (a total that went back restarts from it) */
   nodeTraffic(node: string, packets: number, bytes: number): void {
-    this.#kernelTotals(`n\u0000${node}`, this.#m.nodePackets, this.#m.nodeBytes, { node }, packets, bytes);
+    // the series exist from the first read, at 0 too
+    this.#setCounter(this.#m.nodePackets, { node }, packets, true);
+    this.#setCounter(this.#m.nodeBytes, { node }, bytes, true);
   }
 
   /** kernel per-Service counters, as totals */
   serviceTraffic(service: string, packets: number, bytes: number): void {
-    this.#kernelTotals(
-      `s\u0000${service}`,
-      this.#m.servicePackets,
-      this.#m.serviceBytes,
-      { service },
-      packets,
-      bytes,
-    );
-  }
-
-  #kernelTotals<L extends string>(
-    key: string,
-    packetsCounter: Counter<L>,
-    bytesCounter: Counter<L>,
-    labels: Partial<Record<L, string>>,
-    packets: number,
-    bytes: number,
-  ): void {
-    for (const [c, total, kind] of [
-      [packetsCounter, packets, "p"],
-      [bytesCounter, bytes, "b"],
-    ] as const) {
-      const k = `${key}\u0000${kind}`;
-      const last = this.#totals.get(k) ?? 0;
-      this.#totals.set(k, total);
-      c.inc(labels, total >= last ? total - last : total); // 0 too: the series exists from the first read
-    }
+    this.#setCounter(this.#m.servicePackets, { service }, packets, true);
+    this.#setCounter(this.#m.serviceBytes, { service }, bytes, true);
   }
 
   byteTotals(service: string, node: string, direction: Direction, total: number): void {
@@ -371,16 +348,23 @@ export class Metrics {
     for (const i of issues.values()) m.issues.set({ code: i.code, severity: i.severity }, i.n);
   }
 
-  #setCounter<L extends string>(c: Counter<L>, labels: Record<L, string>, total: number): void {
+  /** `zero`: add 0 too, so the series shows before any traffic */
+  #setCounter<L extends string>(c: Counter<L>, labels: Record<L, string>, total: number, zero = false): void {
     // prom-client counters only go up; a kernel counter that was reset (table rebuilt) restarts from it
-    const key = `${c === this.#m.bytes ? "b" : "c"}\u0000${Object.values(labels).join("\u0000")}`;
-    const last = this.#totals.get(key) ?? 0;
+    let totals = this.#totals.get(c);
+    if (!totals) {
+      totals = new Map();
+      this.#totals.set(c, totals);
+    }
+    const key = Object.values(labels).join("\u0000");
+    const last = totals.get(key) ?? 0;
     const delta = total >= last ? total - last : total;
-    this.#totals.set(key, total);
-    if (delta > 0) c.inc(labels, delta);
+    totals.set(key, total);
+    if (delta > 0 || zero) c.inc(labels, delta);
   }
 
-  readonly #totals = new Map<string, number>();
+  /** last total read per counter and label values */
+  readonly #totals = new Map<Counter<string>, Map<string, number>>();
 }
 
 function countIssue(into: Map<string, { code: string; severity: string; n: number }>, i: Finding): void {
