@@ -196,8 +196,18 @@ export class LbForwardings {
     let key = this.#checkKeys.get(check);
     if (key === undefined) {
       const { id, protocol, port, path, readsWeight, intervalSeconds, timeoutSeconds } = check;
-      key = JSON.stringify([id, protocol, port, path, readsWeight, intervalSeconds, timeoutSeconds]);
-      key += `/${check.healthyThreshold}/${check.unhealthyThreshold}`;
+      const { healthyThreshold, unhealthyThreshold } = check;
+      key = JSON.stringify([
+        id,
+        protocol,
+        port,
+        path,
+        readsWeight,
+        intervalSeconds,
+        timeoutSeconds,
+        healthyThreshold,
+        unhealthyThreshold,
+      ]);
       this.#checkKeys.set(check, key);
     }
     return key;

@@ -153,12 +153,12 @@ export class Prober {
     this.#arm();
   }
 
-  /** current state per target key */
   /** One target's health, without copying every entry (the forwarding state asks per node). */
   healthOf(key: string): TargetHealth | undefined {
     return this.#entries.get(key)?.health;
   }
 
+  /** current state per target key */
   states(): ReadonlyMap<string, TargetHealth> {
     return new Map([...this.#entries].map(([k, e]) => [k, e.health]));
   }

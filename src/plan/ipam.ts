@@ -67,18 +67,18 @@ interface ServiceState {
   readonly vips: Map<IpFamily, Vip>;
   readonly issues: PlanIssue[];
   readonly wanted: ReturnType<typeof wantedFamilies>;
-  /** why auto-assignment found nothing for a family */
-  /** made on the first failure: most Services have none */
+  /** why auto-assignment found nothing for a family; made on the first failure (most
+   * Services have none) */
   failures: Map<IpFamily, { code: PlanIssueCode; message: string }> | undefined;
 }
 
-// hex, not decimal: a 128-bit bigint prints in linear time in a power-of-two radix
 /** Records why auto-assignment found nothing for a family (the map is made on first use). */
 function fail(st: ServiceState, family: IpFamily, why: { code: PlanIssueCode; message: string }): void {
   st.failures ??= new Map();
   st.failures.set(family, why);
 }
 
+// hex, not decimal: a 128-bit bigint prints in linear time in a power-of-two radix
 const ipKey = (ip: IpAddress) => `${ip.family}|${ip.value.toString(16)}`;
 
 export function assignVips(

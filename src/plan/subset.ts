@@ -48,7 +48,6 @@ export interface SubsetCandidate {
 export interface ZoneGroup {
   readonly zone: string;
   readonly nodes: readonly SubsetCandidate[];
-  /** the same nodes' hashes and indices as typed arrays, for the ranking loop */
   /** the same nodes' hashes (their bits read as int32) and indices, for the ranking loop */
   readonly hashes: Int32Array;
   readonly indices: Int32Array;
@@ -113,8 +112,12 @@ export function stableSubsetOfZones(
 // number comparison orders by rank and breaks ties by position, with no objects allocated.
 const POSITION_BITS = 2 ** 21;
 const TWO_32 = 2 ** 32;
-// A scratch buffer reused between calls (grown on demand); nothing in it outlives a call.
+// Scratch buffers reused between calls (grown together, on demand); nothing in them
+// outlives a call. `scratch`: sort keys; `positionBuffer`: their positions;
+// `selectBuffer`: kthSmallest's working copy.
 let scratch = new Float64Array(1024);
+let positionBuffer = new Int32Array(1024);
+let selectBuffer = new Float64Array(1024);
 
 function pickInZone(
   zone: ZoneGroup,
@@ -189,9 +192,6 @@ function pickSmallest(
   const cut = count <= k ? Number.POSITIVE_INFINITY : kthSmallest(keys, count, k);
   for (let i = 0; i < count; i++) if (keys[i]! <= cut) out.push(indices[positions[i]!]!);
 }
-
-let selectBuffer = new Float64Array(1024);
-let positionBuffer = new Int32Array(1024);
 
 /** The k-th smallest (1-based) of keys[0..length), distinct values (quickselect on a copy). */
 function kthSmallest(keys: Float64Array, length: number, k: number): number {

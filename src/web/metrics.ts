@@ -1,196 +1,26 @@
 /**
- * Every Prometheus metric of passlb, defined once: name, help, type and label names, in
- * one prom-client Registry per process (no global registry, so tests and several
- * commands in one process do not collide). Adapters never touch prom-client: they call
- * the typed `Metrics` facade (`metrics.probeResult(node, ok, seconds)`), which keeps the
+ * passlb's metrics facade: one prom-client Registry per process (no global registry, so
+ * tests and several commands in one process do not collide) holding every metric
+ * (defined in metric-definitions.ts). Adapters never touch prom-client: they call the
+ * typed `Metrics` facade (`metrics.probeResult(node, ok, seconds)`), which keeps the
  * label sets bounded (Service, node, pool, fixed enums — never an address, a port or a
- * client).
+ * client) and turns running totals into counter increments.
  *
- * Naming follows the Prometheus conventions (prometheus.io/docs/practices/naming): the
- * `passlb_` prefix, base units in the name (`_seconds`, `_bytes`, `_ratio`), `_total` on
- * counters only. The programming-latency histogram follows the Kubernetes network
- * programming SLI (`network_programming_duration_seconds`, kubernetes/community
- * sig-scalability/slos/network_programming_latency.md): from the Kubernetes change a
- * process saw to the data plane taking it.
- *
- * docs/metrics.md lists each metric; metrics.test.ts keeps the two in step.
  * Not here: deciding what to observe (the adapters and `observeForwarding` do) and HTTP
  * (dashboard-server.ts serves `registry.metrics()`).
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { type Counter, collectDefaultMetrics, Registry } from "prom-client";
 import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { MaglevTable } from "../dataplane/maglev.ts";
 import { slotsMoved } from "../dataplane/maglev.ts";
 import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { Finding } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
+import { type DefinedMetrics, defineMetrics } from "./metric-definitions.ts";
 
 export type ReconcileOutcome = "ok" | "retry" | "reprocess_all" | "failed";
 export type NftKind = "full" | "incremental";
 export type Direction = "to_backend" | "to_client";
-
-/** Histogram buckets in seconds: probes and nft transactions (ms to a few s). */
-const FAST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-/** Programming latency: the Kubernetes SLI's range (sub-second to a minute). */
-const PROGRAMMING_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60];
-const RATIO = [0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1];
-
-/** `beforeScrape` runs when a scrape reads the traffic counters (pulls data-plane totals). */
-function define(registry: Registry, beforeScrape: () => void) {
-  const r = [registry];
-  return {
-    servicesProgrammed: new Gauge({
-      name: "passlb_services_programmed",
-      help: "LoadBalancer Services this process currently programs.",
-      registers: r,
-    }),
-    vipsProgrammed: new Gauge({
-      name: "passlb_vips_programmed",
-      help: "Virtual IP addresses this process currently programs, by address family.",
-      labelNames: ["family"] as const,
-      registers: r,
-    }),
-    backends: new Gauge({
-      name: "passlb_service_backends",
-      help: "Backend nodes per Service by state (healthy, unhealthy, unknown, excluded).",
-      labelNames: ["service", "state"] as const,
-      registers: r,
-    }),
-    nodeWeight: new Gauge({
-      name: "passlb_node_weight",
-      help: "Weight a node's new connections are chosen with, per Service (0 for a drained or excluded node).",
-      labelNames: ["service", "node"] as const,
-      registers: r,
-    }),
-    failOpen: new Gauge({
-      name: "passlb_service_fail_open",
-      help: "1 when no backend of a Service listener is healthy and all of them serve (fail-open).",
-      labelNames: ["service"] as const,
-      registers: r,
-    }),
-    issues: new Gauge({
-      name: "passlb_plan_issues",
-      help: "Current planner issues by code and severity.",
-      labelNames: ["code", "severity"] as const,
-      registers: r,
-    }),
-    probes: new Counter({
-      name: "passlb_health_probes_total",
-      help: "Health probes finished, by node and result (success, failure).",
-      labelNames: ["node", "result"] as const,
-      registers: r,
-    }),
-    probeSeconds: new Histogram({
-      name: "passlb_health_probe_duration_seconds",
-      help: "Time a health probe took, by result.",
-      labelNames: ["result"] as const,
-      buckets: FAST_SECONDS,
-      registers: r,
-    }),
-    transitions: new Counter({
-      name: "passlb_health_transitions_total",
-      help: "Health state changes of probe targets, by node and new state.",
-      labelNames: ["node", "to"] as const,
-      registers: r,
-    }),
-    maglevRebuilds: new Counter({
-      name: "passlb_maglev_rebuilds_total",
-      help: "Maglev tables rebuilt because their backends or weights changed, per Service.",
-      labelNames: ["service"] as const,
-      registers: r,
-    }),
-    slotsMoved: new Histogram({
-      name: "passlb_maglev_slots_moved_ratio",
-      help: "Share of Maglev slots that changed backend in a rebuild (tables of equal size).",
-      buckets: RATIO,
-      registers: r,
-    }),
-    nftTransactions: new Counter({
-      name: "passlb_nft_transactions_total",
-      help: "nftables transactions sent to the kernel, by kind (full, incremental) and result (ok, failed).",
-      labelNames: ["kind", "result"] as const,
-      registers: r,
-    }),
-    nftSeconds: new Histogram({
-      name: "passlb_nft_transaction_duration_seconds",
-      help: "Time an nftables transaction took, by kind.",
-      labelNames: ["kind"] as const,
-      buckets: FAST_SECONDS,
-      registers: r,
-    }),
-    programming: new Histogram({
-      name: "passlb_network_programming_duration_seconds",
-      help: "Time from a Kubernetes change (or health change) seen by passlb to the data plane taking it, by data plane.",
-      labelNames: ["dataplane"] as const,
-      buckets: PROGRAMMING_SECONDS,
-      registers: r,
-    }),
-    connections: new Counter({
-      name: "passlb_connections_total",
-      help: "Connections (TCP) and flows (UDP) sent to a backend node, per Service.",
-      labelNames: ["service", "node"] as const,
-      registers: r,
-      collect: beforeScrape,
-    }),
-    bytes: new Counter({
-      name: "passlb_bytes_total",
-      help: "Bytes forwarded per Service and backend node, by direction (to_backend, to_client).",
-      labelNames: ["service", "node", "direction"] as const,
-      registers: r,
-      collect: beforeScrape,
-    }),
-    nodePackets: new Counter({
-      name: "passlb_node_forwarded_packets_total",
-      help: "Packets the nftables data plane marked for a node (kernel counters, all Services), by node.",
-      labelNames: ["node"] as const,
-      registers: r,
-    }),
-    nodeBytes: new Counter({
-      name: "passlb_node_forwarded_bytes_total",
-      help: "Bytes the nftables data plane marked for a node (kernel counters, all Services), by node.",
-      labelNames: ["node"] as const,
-      registers: r,
-    }),
-    servicePackets: new Counter({
-      name: "passlb_service_forwarded_packets_total",
-      help: "Packets the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
-      labelNames: ["service"] as const,
-      registers: r,
-    }),
-    serviceBytes: new Counter({
-      name: "passlb_service_forwarded_bytes_total",
-      help: "Bytes the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
-      labelNames: ["service"] as const,
-      registers: r,
-    }),
-    reconciles: new Counter({
-      name: "passlb_reconciles_total",
-      help: "Reconcile passes by controller and outcome (ok, retry, reprocess_all, failed).",
-      labelNames: ["controller", "outcome"] as const,
-      registers: r,
-    }),
-    watchRestarts: new Counter({
-      name: "passlb_kube_watch_restarts_total",
-      help: "Kubernetes API list+watch loops started over, by resource and reason (closed, expired, error).",
-      labelNames: ["resource", "reason"] as const,
-      registers: r,
-    }),
-    poolSize: new Gauge({
-      name: "passlb_ip_pool_addresses",
-      help: "Addresses an IP pool can hand out, by pool and family.",
-      labelNames: ["pool", "family"] as const,
-      registers: r,
-    }),
-    poolUsed: new Gauge({
-      name: "passlb_ip_pool_addresses_used",
-      help: "Addresses of an IP pool given to Services, by pool and family.",
-      labelNames: ["pool", "family"] as const,
-      registers: r,
-    }),
-  };
-}
-
-type Defined = ReturnType<typeof define>;
 
 export interface MetricsOptions {
   /** also export Node.js process metrics (process_*, nodejs_*; unprefixed, prom-client defaults) */
@@ -200,13 +30,13 @@ export interface MetricsOptions {
 /** The typed facade adapters call; owns the registry. */
 export class Metrics {
   readonly registry = new Registry();
-  readonly #m: Defined;
+  readonly #m: DefinedMetrics;
   /** last table per `service listener` for rebuild and slots-moved accounting */
   readonly #tables = new Map<string, MaglevTable>();
   #traffic: (() => readonly TrafficTotals[]) | undefined;
 
   constructor(options: MetricsOptions = {}) {
-    this.#m = define(this.registry, () => this.pullTraffic());
+    this.#m = defineMetrics(this.registry, () => this.pullTraffic());
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -253,38 +83,15 @@ export class Metrics {
 
   /** kernel per-node counters, as totals (a total that went back restarts from it) */
   nodeTraffic(node: string, packets: number, bytes: number): void {
-    this.#kernelTotals(`n\u0000${node}`, this.#m.nodePackets, this.#m.nodeBytes, { node }, packets, bytes);
+    // the series exist from the first read, at 0 too
+    this.#setCounter(this.#m.nodePackets, { node }, packets, true);
+    this.#setCounter(this.#m.nodeBytes, { node }, bytes, true);
   }
 
   /** kernel per-Service counters, as totals */
   serviceTraffic(service: string, packets: number, bytes: number): void {
-    this.#kernelTotals(
-      `s\u0000${service}`,
-      this.#m.servicePackets,
-      this.#m.serviceBytes,
-      { service },
-      packets,
-      bytes,
-    );
-  }
-
-  #kernelTotals<L extends string>(
-    key: string,
-    packetsCounter: Counter<L>,
-    bytesCounter: Counter<L>,
-    labels: Partial<Record<L, string>>,
-    packets: number,
-    bytes: number,
-  ): void {
-    for (const [c, total, kind] of [
-      [packetsCounter, packets, "p"],
-      [bytesCounter, bytes, "b"],
-    ] as const) {
-      const k = `${key}\u0000${kind}`;
-      const last = this.#totals.get(k) ?? 0;
-      this.#totals.set(k, total);
-      c.inc(labels, total >= last ? total - last : total); // 0 too: the series exists from the first read
-    }
+    this.#setCounter(this.#m.servicePackets, { service }, packets, true);
+    this.#setCounter(this.#m.serviceBytes, { service }, bytes, true);
   }
 
   byteTotals(service: string, node: string, direction: Direction, total: number): void {
@@ -371,16 +178,23 @@ export class Metrics {
     for (const i of issues.values()) m.issues.set({ code: i.code, severity: i.severity }, i.n);
   }
 
-  #setCounter<L extends string>(c: Counter<L>, labels: Record<L, string>, total: number): void {
+  /** `zero`: add 0 too, so the series shows before any traffic */
+  #setCounter<L extends string>(c: Counter<L>, labels: Record<L, string>, total: number, zero = false): void {
     // prom-client counters only go up; a kernel counter that was reset (table rebuilt) restarts from it
-    const key = `${c === this.#m.bytes ? "b" : "c"}\u0000${Object.values(labels).join("\u0000")}`;
-    const last = this.#totals.get(key) ?? 0;
+    let totals = this.#totals.get(c);
+    if (!totals) {
+      totals = new Map();
+      this.#totals.set(c, totals);
+    }
+    const key = Object.values(labels).join("\u0000");
+    const last = totals.get(key) ?? 0;
     const delta = total >= last ? total - last : total;
-    this.#totals.set(key, total);
-    if (delta > 0) c.inc(labels, delta);
+    totals.set(key, total);
+    if (delta > 0 || zero) c.inc(labels, delta);
   }
 
-  readonly #totals = new Map<string, number>();
+  /** last total read per counter and label values */
+  readonly #totals = new Map<Counter<string>, Map<string, number>>();
 }
 
 function countIssue(into: Map<string, { code: string; severity: string; n: number }>, i: Finding): void {

@@ -60,7 +60,7 @@ export class Observer {
   /** `service\0node` → state at the last forwarding */
   #states = new Map<string, BackendState>();
   #traffic: (() => readonly TrafficTotals[]) | undefined;
-  /** `service\0node` → connections total at the last read, and when that was */
+  /** `service\0node` → connections total at the last read (`#lastRead`: when that was) */
   readonly #lastTotals = new Map<string, number>();
   #lastRead = 0;
 

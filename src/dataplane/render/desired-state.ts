@@ -16,6 +16,7 @@
  * slot-maps.ts (sharing and naming of slot maps), nft-state.ts (the objects).
  * Does not: render text (render-ruleset.ts), choose policy or health (forwarding-state.ts).
  */
+import { canonicalIp } from "../../net/ip.ts";
 import type { ServiceForwarding } from "../forwarding-state.ts";
 import { intervalDecl, intervalElements } from "./interval-sets.ts";
 import {
@@ -31,7 +32,6 @@ import {
 } from "./nft-state.ts";
 import {
   assignNodeMarks,
-  canonicalIn,
   countMembers,
   createNodeAddressBook,
   keepIfEqual,
@@ -174,7 +174,7 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     base.services.delete(name);
   }
   const ctx = {
-    canon: (a: string) => canonicalIn(base.addresses, a),
+    canon: canonicalIp,
     zoneSet: base.zoneSet,
     nodeMarks: marks.byNode,
     epoch: marks.epoch,

@@ -30,8 +30,6 @@ export const NODE_COUNTER_MAP = "nodecounters";
 export interface NodeAddressBook {
   /** per family: node → address → number of Services listing it */
   readonly refs: Record<Fam, Map<string, Map<string, number>>>;
-  /** address text → canonical form (memo) */
-  readonly canonical: Map<string, string | undefined>;
 }
 
 export interface NodeMarks {
@@ -47,13 +45,7 @@ export interface NodeMarks {
 
 export const createNodeAddressBook = (): NodeAddressBook => ({
   refs: { 4: new Map(), 6: new Map() },
-  canonical: new Map(),
 });
-
-export function canonicalIn(book: NodeAddressBook, address: string): string | undefined {
-  if (!book.canonical.has(address)) book.canonical.set(address, canonicalIp(address));
-  return book.canonical.get(address);
-}
 
 /** Adds (+1) or removes (−1) one Service's members; true when a node's address appeared
  * or left (the marks must be assigned again). */
@@ -62,7 +54,7 @@ export function countMembers(book: NodeAddressBook, f: ServiceForwarding, delta:
   for (const fam of FAMS)
     for (const m of f.plan.members) {
       const a = m.addresses[familyName(fam)];
-      const c = a === undefined ? undefined : canonicalIn(book, a);
+      const c = a === undefined ? undefined : canonicalIp(a);
       if (c === undefined) continue;
       let byAddress = book.refs[fam].get(m.node);
       if (!byAddress) {

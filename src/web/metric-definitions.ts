@@ -1,0 +1,178 @@
+/**
+ * Every Prometheus metric of passlb, defined once: name, help, type, label names and
+ * buckets, registered in the Registry it is given (metrics.ts owns one per process).
+ *
+ * Naming follows the Prometheus conventions (prometheus.io/docs/practices/naming): the
+ * `passlb_` prefix, base units in the name (`_seconds`, `_bytes`, `_ratio`), `_total` on
+ * counters only. The programming-latency histogram follows the Kubernetes network
+ * programming SLI (`network_programming_duration_seconds`, kubernetes/community
+ * sig-scalability/slos/network_programming_latency.md): from the Kubernetes change a
+ * process saw to the data plane taking it.
+ *
+ * docs/metrics.md lists each metric; metrics.test.ts keeps the two in step.
+ * Not here: what is observed and when (the `Metrics` facade, metrics.ts).
+ */
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+/** Histogram buckets in seconds: probes and nft transactions (ms to a few s). */
+const FAST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Programming latency: the Kubernetes SLI's range (sub-second to a minute). */
+const PROGRAMMING_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60];
+const RATIO = [0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1];
+
+/** `beforeScrape` runs when a scrape reads the traffic counters (pulls data-plane totals). */
+export function defineMetrics(registry: Registry, beforeScrape: () => void) {
+  const r = [registry];
+  return {
+    servicesProgrammed: new Gauge({
+      name: "passlb_services_programmed",
+      help: "LoadBalancer Services this process currently programs.",
+      registers: r,
+    }),
+    vipsProgrammed: new Gauge({
+      name: "passlb_vips_programmed",
+      help: "Virtual IP addresses this process currently programs, by address family.",
+      labelNames: ["family"] as const,
+      registers: r,
+    }),
+    backends: new Gauge({
+      name: "passlb_service_backends",
+      help: "Backend nodes per Service by state (healthy, unhealthy, unknown, excluded).",
+      labelNames: ["service", "state"] as const,
+      registers: r,
+    }),
+    nodeWeight: new Gauge({
+      name: "passlb_node_weight",
+      help: "Weight a node's new connections are chosen with, per Service (0 for a drained or excluded node).",
+      labelNames: ["service", "node"] as const,
+      registers: r,
+    }),
+    failOpen: new Gauge({
+      name: "passlb_service_fail_open",
+      help: "1 when no backend of a Service listener is healthy and all of them serve (fail-open).",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
+    issues: new Gauge({
+      name: "passlb_plan_issues",
+      help: "Current planner issues by code and severity.",
+      labelNames: ["code", "severity"] as const,
+      registers: r,
+    }),
+    probes: new Counter({
+      name: "passlb_health_probes_total",
+      help: "Health probes finished, by node and result (success, failure).",
+      labelNames: ["node", "result"] as const,
+      registers: r,
+    }),
+    probeSeconds: new Histogram({
+      name: "passlb_health_probe_duration_seconds",
+      help: "Time a health probe took, by result.",
+      labelNames: ["result"] as const,
+      buckets: FAST_SECONDS,
+      registers: r,
+    }),
+    transitions: new Counter({
+      name: "passlb_health_transitions_total",
+      help: "Health state changes of probe targets, by node and new state.",
+      labelNames: ["node", "to"] as const,
+      registers: r,
+    }),
+    maglevRebuilds: new Counter({
+      name: "passlb_maglev_rebuilds_total",
+      help: "Maglev tables rebuilt because their backends or weights changed, per Service.",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
+    slotsMoved: new Histogram({
+      name: "passlb_maglev_slots_moved_ratio",
+      help: "Share of Maglev slots that changed backend in a rebuild (tables of equal size).",
+      buckets: RATIO,
+      registers: r,
+    }),
+    nftTransactions: new Counter({
+      name: "passlb_nft_transactions_total",
+      help: "nftables transactions sent to the kernel, by kind (full, incremental) and result (ok, failed).",
+      labelNames: ["kind", "result"] as const,
+      registers: r,
+    }),
+    nftSeconds: new Histogram({
+      name: "passlb_nft_transaction_duration_seconds",
+      help: "Time an nftables transaction took, by kind.",
+      labelNames: ["kind"] as const,
+      buckets: FAST_SECONDS,
+      registers: r,
+    }),
+    programming: new Histogram({
+      name: "passlb_network_programming_duration_seconds",
+      help: "Time from a Kubernetes change (or health change) seen by passlb to the data plane taking it, by data plane.",
+      labelNames: ["dataplane"] as const,
+      buckets: PROGRAMMING_SECONDS,
+      registers: r,
+    }),
+    connections: new Counter({
+      name: "passlb_connections_total",
+      help: "Connections (TCP) and flows (UDP) sent to a backend node, per Service.",
+      labelNames: ["service", "node"] as const,
+      registers: r,
+      collect: beforeScrape,
+    }),
+    bytes: new Counter({
+      name: "passlb_bytes_total",
+      help: "Bytes forwarded per Service and backend node, by direction (to_backend, to_client).",
+      labelNames: ["service", "node", "direction"] as const,
+      registers: r,
+      collect: beforeScrape,
+    }),
+    nodePackets: new Counter({
+      name: "passlb_node_forwarded_packets_total",
+      help: "Packets the nftables data plane marked for a node (kernel counters, all Services), by node.",
+      labelNames: ["node"] as const,
+      registers: r,
+    }),
+    nodeBytes: new Counter({
+      name: "passlb_node_forwarded_bytes_total",
+      help: "Bytes the nftables data plane marked for a node (kernel counters, all Services), by node.",
+      labelNames: ["node"] as const,
+      registers: r,
+    }),
+    servicePackets: new Counter({
+      name: "passlb_service_forwarded_packets_total",
+      help: "Packets the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
+    serviceBytes: new Counter({
+      name: "passlb_service_forwarded_bytes_total",
+      help: "Bytes the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
+      labelNames: ["service"] as const,
+      registers: r,
+    }),
+    reconciles: new Counter({
+      name: "passlb_reconciles_total",
+      help: "Reconcile passes by controller and outcome (ok, retry, reprocess_all, failed).",
+      labelNames: ["controller", "outcome"] as const,
+      registers: r,
+    }),
+    watchRestarts: new Counter({
+      name: "passlb_kube_watch_restarts_total",
+      help: "Kubernetes API list+watch loops started over, by resource and reason (closed, expired, error).",
+      labelNames: ["resource", "reason"] as const,
+      registers: r,
+    }),
+    poolSize: new Gauge({
+      name: "passlb_ip_pool_addresses",
+      help: "Addresses an IP pool can hand out, by pool and family.",
+      labelNames: ["pool", "family"] as const,
+      registers: r,
+    }),
+    poolUsed: new Gauge({
+      name: "passlb_ip_pool_addresses_used",
+      help: "Addresses of an IP pool given to Services, by pool and family.",
+      labelNames: ["pool", "family"] as const,
+      registers: r,
+    }),
+  };
+}
+
+export type DefinedMetrics = ReturnType<typeof defineMetrics>;
