@@ -73,6 +73,10 @@ export function registerControllerCommand(
       String(DEFAULT_ELECTION_TIMING.retryPeriodMs / 1000),
     )
     .option(
+      "--manage-endpointslices",
+      "also write EndpointSlices for the owned Services (clusters without an EndpointSlice controller)",
+    )
+    .option(
       "--identity <name>",
       "this replica's name in the Lease (default: host name plus a random suffix)",
     );
