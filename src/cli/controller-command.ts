@@ -72,13 +72,10 @@ export function registerControllerCommand(
       "how often to try to acquire or renew",
       String(DEFAULT_ELECTION_TIMING.retryPeriodMs / 1000),
     )
+    .option("--identity <name>", "this replica's name in the Lease (default: host name plus a random suffix)")
     .option(
       "--manage-endpointslices",
-      "also write EndpointSlices for the owned Services (clusters without an EndpointSlice controller)",
-    )
-    .option(
-      "--identity <name>",
-      "this replica's name in the Lease (default: host name plus a random suffix)",
+      "also write EndpointSlices for owned selector Services (clusters without an EndpointSlice controller)",
     );
   addObservabilityOptions(command, "127.0.0.1:9798");
   command.action(async (opts: ControllerFlags) => {

@@ -33,14 +33,9 @@ export async function runUserspaceKube(
   env: RunEnv,
   obs: Observability,
 ): Promise<void> {
-  const lb = new UserspaceLb({
-    seed: 0x5eed,
-    proxyProtocol: opts.proxyProtocol ?? false,
-    onEvent: (e) => {
-      if ((e.kind === "connection" || e.kind === "flow") && e.node)
-        obs.observer.connection(e.service, e.node);
-    },
-  });
+  const lb = new UserspaceLb({ seed: 0x5eed, proxyProtocol: opts.proxyProtocol ?? false });
+  // connections and bytes: the LB's own tallies, read at each scrape (as in manifest mode)
+  obs.observer.traffic(() => lb.trafficTotals());
   const cache = createPlanCache();
   let plans: readonly LoadBalancerPlan[] = [];
   let previous = new Map<string, LoadBalancerPlan>();

@@ -44,6 +44,7 @@ export interface ControllerRuntimeOptions {
   readonly report?: LoopReport & {
     readonly onLeading?: (leading: boolean) => void;
     readonly onLeaseError?: (error: unknown) => void;
+    /** objects left out of the source's read (decoding problems), each once when it appears */
     readonly onSourceProblems?: (problems: readonly string[]) => void;
     readonly onSliceWrites?: (n: number) => void;
     readonly onSliceError?: (what: string, error: Error) => void;
@@ -119,10 +120,14 @@ export class ControllerRuntime {
     if (this.#started) return;
     this.#started = true;
     this.elector.start();
+    // a problem is reported when it appears, not again on every read while it lasts
+    let reported = new Set<string>();
     await this.source.start({
       onChange: () => {},
       onRead: (read) => {
-        if (read.problems.length > 0) this.#report?.onSourceProblems?.(read.problems);
+        const fresh = read.problems.filter((p) => !reported.has(p));
+        reported = new Set(read.problems);
+        if (fresh.length > 0) this.#report?.onSourceProblems?.(fresh);
         if (read.ok) {
           this.loop.notify();
           this.slices?.notify();

@@ -47,6 +47,9 @@ export class SliceSync {
       this.#again = true;
       return;
     }
+    // a pass now replaces a pending retry (each failed pass would otherwise leave one more timer)
+    if (this.#timer) this.#o.clock.clearTimer(this.#timer);
+    this.#timer = undefined;
     this.#running = this.#pass().finally(() => {
       this.#running = undefined;
       if (this.#again) {
@@ -59,6 +62,7 @@ export class SliceSync {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) this.#o.clock.clearTimer(this.#timer);
+    this.#timer = undefined;
     while (this.#running) await this.#running;
   }
 
@@ -133,7 +137,10 @@ export class SliceSync {
       this.#o.onWrites?.(writes);
     }
     if (failed && !this.#stopped)
-      this.#timer = this.#o.clock.setTimer(() => this.notify(), this.#o.retryMs ?? 1000);
+      this.#timer = this.#o.clock.setTimer(() => {
+        this.#timer = undefined;
+        this.notify();
+      }, this.#o.retryMs ?? 1000);
   }
 }
 
