@@ -6,8 +6,7 @@
 import type { Command } from "commander";
 import { stringify } from "yaml";
 import { slicesForSnapshot } from "../endpoints/snapshot-slices.ts";
-import type { Snapshot } from "../k8s/snapshot.ts";
-import { objectKey } from "../k8s/snapshot.ts";
+import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
 import { renderPlansText } from "../plan/plan-text.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
@@ -86,15 +85,16 @@ export function printPlans(
       io.stderr(`${f.severity}: ${f.subject}: ${f.message} [${f.code}]\n`);
   const snapshot = { ...given, endpointSlices: computed.endpointSlices };
   const view = { output: format, explain: opts.explain ?? false };
-  const picked =
-    only === undefined
-      ? snapshot
-      : { ...snapshot, services: snapshot.services.filter((s) => only(objectKey(s.metadata))) };
-  if (opts.provider === "gke") return runGke(picked, opts, view, io);
-  if (opts.provider === "azure") return runAzure(picked, opts, view, io);
+  const keep = only ?? (() => true);
+  const picked = () => ({
+    ...snapshot,
+    services: snapshot.services.filter((s) => keep(objectKey(s.metadata))),
+  });
+  if (opts.provider === "gke") return runGke(picked(), opts, view, io);
+  if (opts.provider === "azure") return runAzure(picked(), opts, view, io);
   const all = planSnapshot(snapshot);
-  const plans = only === undefined ? all.plans : all.plans.filter((p) => only(p.service));
-  const skipped = only === undefined ? all.skipped : all.skipped.filter((s) => only(s.service));
+  const plans = all.plans.filter((p) => keep(p.service));
+  const skipped = all.skipped.filter((s) => keep(s.service));
   if (format === "text") io.stdout(renderPlansText(plans, skipped, view));
   else {
     const doc = { services: plans, skipped };
