@@ -48,6 +48,7 @@ export class VipAnnouncer {
   #startedAt = 0;
   #leaving = false;
   #timer: TimerHandle | undefined;
+  readonly #reannounce = new Set<TimerHandle>();
   #running: Promise<void> | undefined;
   #again = false;
   #lastLive = "";
@@ -173,9 +174,11 @@ export class VipAnnouncer {
       // not awaited: the announcement of one VIP must not delay taking the next
       void o.addresses.announce(vip).catch((error) => o.onEvent?.({ kind: "failed", error }));
       // once more a second later: a lost first announcement must not leave clients behind
-      o.clock.setTimer(() => {
+      const again: TimerHandle = o.clock.setTimer(() => {
+        this.#reannounce.delete(again);
         if (this.#held.has(vip)) void o.addresses.announce(vip).catch(() => {});
       }, 1000);
+      this.#reannounce.add(again);
     }
   }
 
@@ -184,6 +187,8 @@ export class VipAnnouncer {
     if (this.#leaving) return;
     this.#leaving = true;
     if (this.#timer) this.#o.clock.clearTimer(this.#timer);
+    for (const t of this.#reannounce) this.#o.clock.clearTimer(t);
+    this.#reannounce.clear();
     for (let i = 0; i < 3; i++) this.#o.heartbeat.send(true);
     await new Promise<void>((resolve) => this.#o.clock.setTimer(resolve, this.#o.handoverMs));
     await this.reconcile();

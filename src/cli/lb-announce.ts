@@ -113,11 +113,16 @@ export function announceConfig(flags: AnnounceFlags) {
 
 export type AnnounceConfig = Exclude<ReturnType<typeof announceConfig>, string | undefined>;
 
-/** `peers` replaces the configured list (from --peer-label); this host must be in it. */
+/**
+ * Starts announcing `vips`; `peers` replaces the configured list (from --peer-label) and
+ * must include this host. A start that fails (the interface, the heartbeat port) is the
+ * returned message.
+ */
 export async function startAnnounce(
   config: AnnounceConfig,
   log: (line: string) => void,
-  peers: ReadonlyMap<string, string> = config.peers,
+  peers: ReadonlyMap<string, string>,
+  vips: readonly string[],
 ): Promise<Announce | string> {
   if (!peers.has(config.self))
     return `this host (${config.self}) is not among the LB hosts (${[...peers.keys()].join(", ") || "none"})`;
@@ -153,11 +158,16 @@ export async function startAnnounce(
     ...(config.quorum === undefined ? {} : { quorum: config.quorum }),
     onEvent: (e) => log(describe(e)),
   });
-  let started: Promise<void> | undefined;
+  announcer.setVips(vips);
+  try {
+    await announcer.start();
+  } catch (e) {
+    await heartbeat.close();
+    return (e as Error).message;
+  }
   return {
-    setVips(vips) {
-      announcer.setVips(vips);
-      started ??= announcer.start();
+    setVips(next) {
+      announcer.setVips(next);
     },
     setPeers(next) {
       // this host's own address stays what the socket is bound to
@@ -166,9 +176,8 @@ export async function startAnnounce(
       heartbeat.setPeers?.(next);
       announcer.setHosts([...next.keys()]);
     },
-    async stop() {
-      await started;
-      await announcer.stop();
+    stop() {
+      return announcer.stop();
     },
   };
 }

@@ -225,18 +225,23 @@ export async function runNftablesLb(
   };
   const beginAnnounce = async (): Promise<boolean> => {
     if (!announceWith) return true;
-    await Promise.race([firstSync, new Promise((r) => setTimeout(r, 10_000))]);
+    let waited: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([firstSync, new Promise((r) => (waited = setTimeout(r, 10_000)))]);
+    clearTimeout(waited);
     const started = await startAnnounce(
       announceWith,
       (line) => io.stderr(`passlb lb: ${line}\n`),
       announceWith.peerLabel ? lbPeersFromNodes(lastNodes, announceWith.peerLabel) : announceWith.peers,
+      lastVips,
     );
     if (typeof started === "string") {
       io.stderr(`error: --announce l2: ${started}\n`);
       return false;
     }
     announce = started;
+    // reads that landed while it started
     announce.setVips(lastVips);
+    if (announceWith.peerLabel) announce.setPeers(lbPeersFromNodes(lastNodes, announceWith.peerLabel));
     return true;
   };
   if (kube) {

@@ -2,8 +2,7 @@
  * The lab's files: where its state lives, the topology file read and decoded, and the
  * manifest folder the agents and the LB hosts watch (written atomically, file by file).
  */
-import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { readManifests } from "../cluster/manifest-files.ts";
@@ -53,7 +52,7 @@ export async function writeLabManifests(
   for (const [file, objs] of files) {
     const tmp = join(manifestsDir, `.${file}.tmp`);
     writeFileSync(tmp, yamlOf(objs));
-    spawnSync("mv", ["-f", tmp, join(manifestsDir, file)]);
+    renameSync(tmp, join(manifestsDir, file));
   }
   return layout;
 }

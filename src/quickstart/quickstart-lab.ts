@@ -16,11 +16,11 @@
  */
 import { execFile, spawnSync } from "node:child_process";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { listManifestFiles, readManifests } from "../cluster/manifest-files.ts";
+import { readManifests } from "../cluster/manifest-files.ts";
+import { manifestSignature } from "../cluster/watch-manifests.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import type { LabLayout } from "../lab/lab-layout.ts";
@@ -259,19 +259,9 @@ export class QuickstartLab {
     if (state) this.#lb = state as DashboardState;
   }
 
-  async #folderSignature(): Promise<string> {
-    const files = await listManifestFiles(this.#o.dir);
-    const parts: string[] = [];
-    for (const f of files) {
-      const s = await stat(f).catch(() => undefined);
-      parts.push(`${f}:${s?.mtimeMs ?? 0}:${s?.size ?? 0}`);
-    }
-    return parts.join("|");
-  }
-
   async #load(): Promise<{ snapshot?: Snapshot; errors: string[] }> {
     try {
-      this.#signature = await this.#folderSignature();
+      this.#signature = await manifestSignature([this.#o.dir]);
       const read = await readManifests([this.#o.dir], async () => "");
       const decoded = decodeDocuments(read.documents);
       const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
@@ -284,7 +274,7 @@ export class QuickstartLab {
   async #checkFolder(force = false): Promise<void> {
     const state = this.#state;
     if (!state) return;
-    const sig = await this.#folderSignature().catch(() => "");
+    const sig = await manifestSignature([this.#o.dir]).catch(() => "");
     if (!force && sig === this.#signature) return;
     const loaded = await this.#load();
     if (!loaded.snapshot) {

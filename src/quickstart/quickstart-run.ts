@@ -10,8 +10,8 @@
  * snapshot → nodePortRoutes(node) → each node proxy; snapshot → echo pods.
  * Deliberately not here: the terminal, signals, the lock — up-command.ts does those.
  */
-import { stat } from "node:fs/promises";
-import { listManifestFiles, readManifests } from "../cluster/manifest-files.ts";
+import { readManifests } from "../cluster/manifest-files.ts";
+import { manifestSignature } from "../cluster/watch-manifests.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
 import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
@@ -238,19 +238,9 @@ export class QuickstartRun {
     else if (e.kind === "no_backend") this.#recent.record(e.service, "(no backend)", this.#now());
   }
 
-  async #folderSignature(): Promise<string> {
-    const files = await listManifestFiles(this.#o.dir);
-    const parts: string[] = [];
-    for (const f of files) {
-      const s = await stat(f).catch(() => undefined);
-      parts.push(`${f}:${s?.mtimeMs ?? 0}:${s?.size ?? 0}`);
-    }
-    return parts.join("|");
-  }
-
   async #load(): Promise<{ snapshot?: Snapshot; notes: RewriteNote[]; errors: string[] }> {
     try {
-      this.#signature = await this.#folderSignature();
+      this.#signature = await manifestSignature([this.#o.dir]);
       const read = await readManifests([this.#o.dir], async () => "");
       const decoded = decodeDocuments(read.documents);
       const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
@@ -263,7 +253,7 @@ export class QuickstartRun {
   }
 
   async #checkFolder(force = false): Promise<void> {
-    const sig = await this.#folderSignature().catch(() => "");
+    const sig = await manifestSignature([this.#o.dir]).catch(() => "");
     if (!force && sig === this.#signature) {
       // the agents' rules still match the folder: a successful sync, as kube-proxy's periodic one
       for (const a of this.#agents.values()) a.health.markUpdated("IPv4");

@@ -4,10 +4,8 @@
  * test fails), the VIPs the planner gave each Service, routing a VIP from the LB
  * namespace to chosen nodes, the node agents' DNAT rules, and the lab client.
  *
- * Agents: when this build's `passlb agent` programs the DNAT rules itself (it has
- * `--dataplane`), the lab runs it in every node and the harness waits for its table;
- * otherwise the harness drives the same AgentDataplane (renderer + nft adapter) for each
- * node from the lab's manifest folder, so the packet path under test is the same.
+ * Agents: the lab runs `passlb agent --dataplane=nftables` in every node, which programs
+ * the DNAT rules from the lab's manifest folder; the harness only waits for it to apply.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -15,10 +13,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { TestContext } from "node:test";
 import { parse, stringify } from "yaml";
-import { buildProgram } from "../../src/cli/program.ts";
 import { readManifests } from "../../src/cluster/manifest-files.ts";
-import { AgentDataplane } from "../../src/dataplane/agent-dataplane.ts";
-import { agentNft } from "../../src/dataplane/agent-nft.ts";
 import { decodeDocuments } from "../../src/k8s/decode.ts";
 import type { Snapshot } from "../../src/k8s/snapshot.ts";
 import {
@@ -46,17 +41,6 @@ export function labUnavailable(): string | undefined {
   return undefined;
 }
 
-/** Whether this build's `passlb agent` programs DNAT itself. */
-export function agentHasDataplane(): boolean {
-  const agent = commands().find((c) => c.name() === "agent");
-  return agent?.options.find((o) => o.long === "--dataplane")?.description.includes("nftables") ?? false;
-}
-
-function commands() {
-  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
-  return program.commands;
-}
-
 export interface ClientResult {
   readonly ok: number;
   readonly failed: number;
@@ -71,20 +55,12 @@ export class Lab {
   readonly topology: Topology;
   readonly #baseDir: string;
   readonly #clientCommand: string[];
-  readonly #agents: Map<string, AgentDataplane> | undefined;
 
-  constructor(
-    state: LabState,
-    topology: Topology,
-    baseDir: string,
-    clientCommand: string[],
-    agents: Map<string, AgentDataplane> | undefined,
-  ) {
+  constructor(state: LabState, topology: Topology, baseDir: string, clientCommand: string[]) {
     this.state = state;
     this.topology = topology;
     this.#baseDir = baseDir;
     this.#clientCommand = clientCommand;
-    this.#agents = agents;
   }
 
   host(name: string) {
@@ -119,14 +95,9 @@ export class Lab {
     if (r.status !== 0) throw new Error(`route ${vip}: ${r.stderr}`);
   }
 
-  /** Brings every node's DNAT rules up to date with the manifest folder. */
+  /** Waits for every node's agent to bring its DNAT rules up to date with the manifest folder. */
   async syncAgents(): Promise<void> {
-    if (this.#agents) {
-      const snap = await this.snapshot();
-      for (const a of this.#agents.values()) await a.update(snap);
-      return;
-    }
-    await sleep(1500); // real agents: the folder watch debounces, then applies
+    await sleep(1500); // the agents' folder watch debounces, then applies
   }
 
   /** Rewrites the topology (pods' readiness, termination, …) and the manifests. */
@@ -189,12 +160,11 @@ export async function startLab(
   writeFileSync(path, stringify(raw));
   const read = parseTopology(readFileSync(path, "utf8"));
   if (!read.ok) throw new Error(read.problems.join("; "));
-  const realAgents = agentHasDataplane();
   const labOptions = {
     repoRoot: REPO_ROOT,
-    agents: realAgents,
+    agents: true,
     lb: options.lb ?? false,
-    agentArgs: realAgents ? ["--dataplane=nftables", "--sync-period=5"] : [],
+    agentArgs: ["--dataplane=nftables", "--sync-period=5"],
     lbArgs: ["--dataplane=nftables"],
   };
   t.after(async () => {
@@ -205,26 +175,7 @@ export async function startLab(
   });
   const state = await labUp(path, labOptions);
   const scripts = await compileLabScripts(REPO_ROOT, state.stateDir);
-  let agents: Map<string, AgentDataplane> | undefined;
-  if (!realAgents) {
-    agents = new Map();
-    for (const n of state.layout.nodes)
-      agents.set(
-        n.name,
-        new AgentDataplane({
-          node: n.name,
-          nft: agentNft(["ip", "netns", "exec", n.ns, "nft"]),
-          log: () => {},
-        }),
-      );
-  }
-  const lab = new Lab(
-    state,
-    read.topology,
-    dir,
-    [process.execPath, ...scripts.command("lab-client")],
-    agents,
-  );
+  const lab = new Lab(state, read.topology, dir, [process.execPath, ...scripts.command("lab-client")]);
   await lab.syncAgents();
   return lab;
 }
