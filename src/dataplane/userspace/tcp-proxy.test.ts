@@ -8,7 +8,6 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { after, test } from "node:test";
 import { spliceTcp } from "./tcp-proxy.ts";
 
-const PORT = 18700;
 const cleanup: Array<() => void> = [];
 after(() => {
   for (const c of cleanup.reverse()) c();
@@ -40,8 +39,8 @@ test("a target that never accepts: done(false) after the deadline, client untouc
     [
       [
         `const s = require("node:net").createServer();`,
-        `s.listen({ host: "127.0.8.2", port: ${PORT}, backlog: 1 }, () => {`,
-        `  process.send("up");`,
+        `s.listen({ host: "127.0.8.2", port: 0, backlog: 1 }, () => {`,
+        `  process.send(s.address().port);`,
         `  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10000);`,
         `});`,
       ].join("\n"),
@@ -49,8 +48,10 @@ test("a target that never accepts: done(false) after the deadline, client untouc
     { execArgv: [], stdio: ["ignore", "ignore", "ignore", "ipc"] },
   );
   cleanup.push(() => stuck.kill("SIGKILL"));
-  await new Promise((r) => stuck.once("message", r));
-  const fillers = [0, 1, 2, 3, 4].map(() => connect({ host: "127.0.8.2", port: PORT }).on("error", () => {}));
+  const stuckPort = await new Promise<number>((r) => stuck.once("message", (m) => r(Number(m))));
+  const fillers = [0, 1, 2, 3, 4].map(() =>
+    connect({ host: "127.0.8.2", port: stuckPort }).on("error", () => {}),
+  );
   cleanup.push(() => {
     for (const f of fillers) f.destroy();
   });
@@ -63,7 +64,7 @@ test("a target that never accepts: done(false) after the deadline, client untouc
   const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
   const before = timers();
   const settled = new Promise<void>((resolve) =>
-    spliceTcp(accepted, { host: "127.0.8.2", port: PORT }, { connectTimeoutMs: 300 }, sockets, (ok) => {
+    spliceTcp(accepted, { host: "127.0.8.2", port: stuckPort }, { connectTimeoutMs: 300 }, sockets, (ok) => {
       results.push(ok);
       resolve();
     }),
@@ -85,7 +86,8 @@ test("bytes are tallied per direction; the connection closes on both sides", asy
     s.on("data", (d) => s.write(Buffer.concat([d, d])));
     s.on("end", () => s.end());
   });
-  await new Promise<void>((r) => echo.listen({ host: "127.0.8.3", port: PORT }, r));
+  await new Promise<void>((r) => echo.listen({ host: "127.0.8.3", port: 0 }, r));
+  const echoPort = (echo.address() as { port: number }).port;
   cleanup.push(() => echo.close());
   const { accepted, client } = await acceptedPair("127.0.8.1");
   const fromClient = { bytes: 0 };
@@ -94,7 +96,7 @@ test("bytes are tallied per direction; the connection closes on both sides", asy
   const ok = await new Promise<boolean>((r) =>
     spliceTcp(
       accepted,
-      { host: "127.0.8.3", port: PORT },
+      { host: "127.0.8.3", port: echoPort },
       { connectTimeoutMs: 1000, fromClient, fromTarget },
       sockets,
       r,
