@@ -23,13 +23,10 @@
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, openSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { buildProgram } from "../src/cli/program.ts";
 import { readManifests } from "../src/cluster/manifest-files.ts";
-import { AgentDataplane } from "../src/dataplane/agent-dataplane.ts";
-import { agentNft } from "../src/dataplane/agent-nft.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { procSysScript } from "../src/lab/lab-layout.ts";
-import { labDown, labUp, nftablesLbUnavailable } from "../src/lab/lab-runner.ts";
+import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 
 const arg = (name: string, fallback: number) => {
@@ -125,17 +122,10 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function main(): Promise<void> {
   if (!prerequisites()) return;
-  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
-  const noLb = await nftablesLbUnavailable(REPO);
-  const hasLb = noLb === undefined;
-  if (noLb) say(`lab-throughput: ${noLb}; the LB host routes the VIP to the node instead`);
-  const agentCmd = program.commands.find((c) => c.name() === "agent");
-  const realAgent =
-    agentCmd?.options.find((o) => o.long === "--dataplane")?.description.includes("nftables") ?? false;
   const options = {
     repoRoot: REPO,
-    agents: realAgent,
-    lb: hasLb,
+    agents: true,
+    lb: true,
     agentArgs: ["--dataplane=nftables"],
     lbArgs: ["--dataplane=nftables"],
   };
@@ -145,17 +135,7 @@ async function main(): Promise<void> {
     const snapshot = decodeDocuments(read.documents).snapshot;
     const vip = planSnapshot(snapshot).plans[0]?.vips[0]?.address;
     if (!vip) throw new Error("the bench Service got no VIP");
-    const node = state.layout.nodes[0]!;
     const pod = state.layout.pods[0]!;
-    if (!realAgent) {
-      const agent = new AgentDataplane({
-        node: node.name,
-        nft: agentNft(["ip", "netns", "exec", node.ns, "nft"]),
-        log: () => {},
-      });
-      await agent.update(snapshot);
-    }
-    if (!hasLb) exec("lb", ["ip", "route", "replace", `${vip}/32`, "via", node.ipv4]);
     // Many short connections: let TIME_WAIT and its conntrack entries go quickly.
     for (const host of ["client", "lb", "node-1", "server"])
       exec(host, [
@@ -219,7 +199,7 @@ async function main(): Promise<void> {
     await waitListening("server", 8080);
     await waitListening("lb", 80);
 
-    const passlbName = `passlb (${hasLb ? "passlb lb" : "LB host routes the VIP"} + agent DNAT${realAgent ? "" : ", rules applied by the bench"})`;
+    const passlbName = "passlb (passlb lb + agent DNAT)";
     const variants = [
       { name: "plain routing", target: pod.ipv4, port: 8080 },
       { name: passlbName, target: vip, port: 80 },

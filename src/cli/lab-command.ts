@@ -13,7 +13,6 @@ import {
   labExec,
   labStatus,
   labUp,
-  nftablesLbUnavailable,
   readTopologyFile,
 } from "../lab/lab-runner.ts";
 import type { CliIo } from "./load-input.ts";
@@ -58,20 +57,10 @@ export function registerLabCommand(program: Command, io: CliIo, setExitCode: (co
     .option("--no-lb", "do not start passlb lb (the LB namespace only routes)")
     .action(async (o: CommonOptions & { agents: boolean; lb: boolean }) => {
       try {
-        const agent = program.commands.find((c) => c.name() === "agent");
-        const agents = o.agents && agent !== undefined;
-        if (o.agents && !agent)
-          io.stderr("passlb lab: this build has no `passlb agent`: nodes get no agent\n");
-        // the LB only when this build's `passlb lb` really runs nftables (probed)
-        const noLb = o.lb ? await nftablesLbUnavailable(REPO_ROOT) : undefined;
-        const lb = o.lb && noLb === undefined;
-        if (noLb) io.stderr(`passlb lab: ${noLb}; the LB namespace only routes\n`);
-        const dataplane =
-          agent?.options.find((x) => x.long === "--dataplane")?.description.includes("nftables") ?? false;
         const { options } = prepare(o, {
-          agents,
-          lb,
-          agentArgs: dataplane ? ["--dataplane=nftables"] : [],
+          agents: o.agents,
+          lb: o.lb,
+          agentArgs: ["--dataplane=nftables"],
           lbArgs: ["--dataplane=nftables"],
         });
         if (!o.file) throw new Error("up needs -f topology.yaml");

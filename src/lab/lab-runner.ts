@@ -32,7 +32,6 @@ import {
 
 // The runner's public API stays importable from here (bench/, test/e2e/, src/cli/).
 export { defaultStateRoot, readTopologyFile, writeLabManifests } from "./lab-files.ts";
-export { nftablesLbUnavailable } from "./lab-lb-probe.ts";
 export { compileLabScripts, type LabScript } from "./lab-scripts.ts";
 
 export interface LabOptions {
