@@ -24,6 +24,7 @@ import { decodeDocuments, formatPath, type InputProblem } from "../k8s/decode.ts
 import {
   type LoadBalancerIPPool,
   LoadBalancerIPPoolSchema,
+  orderPools,
   POOL_API_VERSION,
   POOL_KIND,
   poolOf,
@@ -237,13 +238,16 @@ export class KubeSnapshotSource implements SnapshotSource {
       if (field) fields[field] = cache.objects;
     }
     if (this.#reflectors.has("loadbalancerippools")) {
-      const pools = this.#caches.get("loadbalancerippools")!.objects as LoadBalancerIPPool[];
-      const key = JSON.stringify(pools.map((p) => [p.metadata.name, p.spec]));
+      // the controller's order (oldest first) and its rule for disabled pools, so an address
+      // is attributed to the same pool on every LB host as by the controller
+      const pools = orderPools(this.#caches.get("loadbalancerippools")!.objects as LoadBalancerIPPool[]);
+      const key = JSON.stringify(pools.map((p) => [p.metadata.name, p.metadata.creationTimestamp, p.spec]));
       if (key !== this.#poolsKey) {
         this.#poolsKey = key;
         this.#pools = pools;
         const base = this.#o.config ?? DEFAULT_CONFIG;
-        this.#config = { ...base, pools: [...base.pools, ...pools.map(poolOf)] };
+        const usable = pools.filter((p) => !p.spec.disabled).map(poolOf);
+        this.#config = { ...base, pools: [...base.pools, ...usable] };
       }
     }
     const prev = this.#snapshot;
