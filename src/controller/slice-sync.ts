@@ -76,7 +76,17 @@ export class SliceSync {
         [...e.created].every((k) => seen.has(k)) &&
         [...e.changed].every(([k, rv]) => !seen.has(k) || seen.get(k) !== rv) &&
         [...e.gone].every((k) => !seen.has(k));
-      if (!met) return; // the next read brings them
+      if (!met) {
+        // the next read brings them; if none comes before the wait runs out, decide again then
+        this.#timer = this.#o.clock.setTimer(
+          () => {
+            this.#timer = undefined;
+            this.notify();
+          },
+          Math.max(0, e.untilMs - this.#o.clock.now()),
+        );
+        return;
+      }
     }
     this.#expect = undefined;
     const expect = {
