@@ -14,7 +14,7 @@ const PURE_FILES = [
   /^src\/dataplane\/render\//,
   /^src\/announce\/(vip-owners|peer-liveness|lb-peers)[^/]*\.ts$/,
   /^src\/health\/state[^/]*\.ts$/,
-  /^src\/web\/(dashboard-state|backend-states|health-lookup|finding-event|pool-usage)[^/]*\.ts$/,
+  /^src\/web\/(dashboard-state|backend-states|health-lookup|pool-usage)[^/]*\.ts$/,
   /^src\/controller\/(conditions|controller-events|controller-writes|pool-status|service-writes|leader-election|passlb-slices)[^/]*\.ts$/,
 ];
 const FORBIDDEN = [

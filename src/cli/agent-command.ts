@@ -86,7 +86,9 @@ export function registerAgentCommand(
       const syncSeconds = Number(opts.syncPeriod);
       const serviceHost = opts.bindAddress;
       if (!opts.manifests) {
-        io.stderr("error: --manifests DIR is required (reading a cluster is not implemented yet)\n");
+        io.stderr(
+          "error: --manifests DIR is required (the agent stands in for kube-proxy in standalone mode; in a cluster, kube-proxy does its job)\n",
+        );
         return setExitCode(2);
       }
       if (!healthz) {

@@ -8,7 +8,7 @@
  * Fields are flat primitives by type (`LogFields`): an object cannot be dumped into a log
  * line by accident, and pino's redaction blanks the usual secret keys anyway. The level
  * comes from `--log-level`. Not here: deciding what to log (the adapters) or Kubernetes
- * Events (finding-event.ts renders those from the same findings).
+ * Events (`passlb controller` records those: src/controller, docs/controller.md).
  */
 import { type DestinationStream, type Logger as PinoLogger, pino } from "pino";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
