@@ -1,29 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { readManifests } from "../../cluster/manifest-files.ts";
-import { decodeDocuments } from "../../k8s/decode.ts";
-import { planSnapshot } from "../../plan/planner.ts";
+import { NFT_FIXTURE_NODES, nftFixturePlans } from "../../../test/support/nft-fixture-plans.ts";
 import { FakeNftApplier } from "../fake-nft-applier.ts";
 import { type HealthState, type ServiceForwarding, serviceForwarding } from "../forwarding-state.ts";
 import { createDesiredCache, desiredNftState, desiredNftUpdate } from "./desired-state.ts";
 import { emptyNftState, type NftState, slotContentKey } from "./nft-state.ts";
 import { renderElementUpdates, renderRuleset } from "./render-ruleset.ts";
-
-const NODES = ["node-a1", "node-a2", "node-b1"];
-
-async function fixture() {
-  const read = await readManifests(
-    [
-      "test/fixtures/nft/_base",
-      "test/fixtures/nft/cluster-ranges/input.yaml",
-      "test/fixtures/nft/local-zonal-affinity/input.yaml",
-    ],
-    async () => "",
-  );
-  const { snapshot } = decodeDocuments(read.documents);
-  return { plans: planSnapshot(snapshot).plans, zones: snapshot.config.zones };
-}
 
 /** The table with slot-map names replaced by their contents: equal meaning, any naming. */
 function meaning(state: NftState) {
@@ -47,7 +30,7 @@ function meaning(state: NftState) {
 }
 
 test("property: the incremental pass (cache) means the same table as a pass from nothing, and its touched-only diff gets the kernel there", async () => {
-  const { plans, zones } = await fixture();
+  const { plans, zones } = await nftFixturePlans();
   const states = fc.constantFrom<HealthState>("healthy", "unhealthy", "unknown");
   const step = fc.record({
     health: fc.tuple(states, states, states),
@@ -73,7 +56,10 @@ test("property: the incremental pass (cache) means the same table as a pass from
               ? kept
               : serviceForwarding(
                   p,
-                  (_svc, _check, node) => ({ state: s.health[NODES.indexOf(node)]!, weight: s.weight }),
+                  (_svc, _check, node) => ({
+                    state: s.health[NFT_FIXTURE_NODES.indexOf(node)]!,
+                    weight: s.weight,
+                  }),
                   { seed: 9, sizeFor: () => 31 },
                 ),
           );
@@ -108,7 +94,7 @@ test("property: the incremental pass (cache) means the same table as a pass from
 });
 
 test("a pass where nothing changed returns the previous state itself and touches nothing", async () => {
-  const { plans, zones } = await fixture();
+  const { plans, zones } = await nftFixturePlans();
   const cache = createDesiredCache();
   const forwardings = plans.map((p) => serviceForwarding(p, () => ({ state: "healthy" }), { seed: 9 }));
   const input = { table: "passlb", seed: 9, zones, forwardings, cache };

@@ -1,29 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { readManifests } from "../../cluster/manifest-files.ts";
-import { decodeDocuments } from "../../k8s/decode.ts";
-import { planSnapshot } from "../../plan/planner.ts";
+import { NFT_FIXTURE_NODES, nftFixturePlans } from "../../../test/support/nft-fixture-plans.ts";
 import { FakeNftApplier } from "../fake-nft-applier.ts";
 import { type HealthState, serviceForwarding } from "../forwarding-state.ts";
 import { desiredNftState, intervalElements } from "./desired-state.ts";
 import { emptyNftState, type NftState } from "./nft-state.ts";
 import { renderElementUpdates, renderRuleset } from "./render-ruleset.ts";
-
-const NODES = ["node-a1", "node-a2", "node-b1"];
-
-async function plans() {
-  const read = await readManifests(
-    [
-      "test/fixtures/nft/_base",
-      "test/fixtures/nft/cluster-ranges/input.yaml",
-      "test/fixtures/nft/local-zonal-affinity/input.yaml",
-    ],
-    async () => "",
-  );
-  const { snapshot } = decodeDocuments(read.documents);
-  return { plans: planSnapshot(snapshot).plans, zones: snapshot.config.zones };
-}
 
 function sameTable(observed: NftState | undefined, desired: NftState): void {
   assert.ok(observed);
@@ -41,7 +24,7 @@ function sameTable(observed: NftState | undefined, desired: NftState): void {
 }
 
 test("property: applying the incremental diff to the previous table yields exactly the next desired table", async () => {
-  const { plans: ps, zones } = await plans();
+  const { plans: ps, zones } = await nftFixturePlans();
   const states = fc.constantFrom<HealthState>("healthy", "unhealthy", "unknown");
   const step = fc.record({
     health: fc.tuple(states, states, states),
@@ -59,7 +42,10 @@ test("property: applying the incremental diff to the previous table yields exact
           forwardings: ps.map((p) =>
             serviceForwarding(
               p,
-              (_svc, _check, node) => ({ state: s.health[NODES.indexOf(node)]!, weight: s.weight }),
+              (_svc, _check, node) => ({
+                state: s.health[NFT_FIXTURE_NODES.indexOf(node)]!,
+                weight: s.weight,
+              }),
               { seed: 9, sizeFor: () => 31 },
             ),
           ),
