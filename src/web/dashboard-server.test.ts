@@ -1,31 +1,16 @@
 import assert from "node:assert/strict";
-import { request } from "node:http";
 import { test } from "node:test";
+import { type Answer, httpGet } from "../../test/health/net-helpers.ts";
 import { webPlans } from "../../test/support/web-fixture.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { DashboardServer } from "./dashboard-server.ts";
 import { dashboardState } from "./dashboard-state.ts";
 import { Metrics } from "./metrics.ts";
 
-function get(
-  url: string,
-  method = "GET",
-): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: Buffer.concat(chunks).toString(),
-        }),
-      );
-    });
-    req.on("error", reject);
-    req.end();
-  });
+/** A one-shot request to a full URL (net-helpers' httpGet takes host and port apart). */
+function get(url: string, method = "GET"): Promise<Answer> {
+  const u = new URL(url);
+  return httpGet(u.hostname, Number(u.port), `${u.pathname}${u.search}`, method);
 }
 
 test("serves the page, the state, the metrics and healthz on loopback; nothing else", async (t) => {
