@@ -116,3 +116,76 @@ test("bytes are tallied per direction; the connection closes on both sides", asy
   assert.equal(sockets.size, 0, "upstream closed");
   assert.equal(accepted.destroyed, true, "client side closed");
 });
+
+test("a slow client gets every byte of a large answer intact, in order (the target's read buffers are never overwritten while a write holds them)", async () => {
+  // Each byte is a function of its position. The target first trickles small pieces one
+  // event-loop turn apart while the proxy's writes to the client are held back (corked: they
+  // queue in Node, which keeps the read buffer they came from rather than copying it, as it
+  // does when the kernel's buffer is full) and the proxy goes on reading small pieces. Then
+  // the writes are let go and the target sends 6 MiB in writes of uneven sizes (the big read
+  // buffers), which the client reads slowly.
+  const trickle = 300;
+  const bulk = 6 * 1024 * 1024;
+  const patternAt = (i: number) => (i * 7 + (i >>> 11)) & 0xff;
+  let total = 0;
+  const source = createServer({ allowHalfOpen: true }, (s) => {
+    s.on("error", () => {});
+    let size = 1;
+    let pieces = 0;
+    const piece = (n: number) => {
+      const chunk = Buffer.allocUnsafe(n);
+      for (let k = 0; k < n; k++) chunk[k] = patternAt(total + k);
+      total += n;
+      return s.write(chunk);
+    };
+    const pump = () => {
+      if (pieces++ < trickle) {
+        size = (size * 5 + 3) % 1500;
+        piece(size + 1);
+        setImmediate(pump);
+        return;
+      }
+      while (total < bulk) {
+        size = (size * 5 + 3) % 70001; // 3 B … 70 KB, below and above one read buffer
+        if (!piece(Math.min(size + 1, bulk - total))) return void s.once("drain", pump);
+      }
+      s.end();
+    };
+    pump();
+  });
+  await new Promise<void>((r) => source.listen({ host: "127.0.8.4", port: 0 }, r));
+  cleanup.push(() => source.close());
+  const { accepted, client } = await acceptedPair("127.0.8.1");
+  accepted.cork();
+  const fromTarget = { bytes: 0 };
+  const ok = await new Promise<boolean>((r) =>
+    spliceTcp(
+      accepted,
+      { host: "127.0.8.4", port: (source.address() as { port: number }).port },
+      { connectTimeoutMs: 1000, fromTarget },
+      undefined,
+      r,
+    ),
+  );
+  assert.equal(ok, true);
+  setTimeout(() => accepted.uncork(), 300);
+  let received = 0;
+  let firstBad = -1;
+  let chunks = 0;
+  await new Promise<void>((resolve, reject) => {
+    client.on("data", (d: Buffer) => {
+      for (let k = 0; k < d.length && firstBad < 0; k++)
+        if (d[k] !== patternAt(received + k)) firstBad = received + k;
+      received += d.length;
+      if (++chunks % 8 === 0) {
+        client.pause();
+        setTimeout(() => client.resume(), 1);
+      }
+    });
+    client.once("end", resolve);
+    client.once("error", reject);
+  });
+  assert.equal(firstBad, -1, `byte ${firstBad} differs from what the target sent`);
+  assert.equal(received, total);
+  assert.equal(fromTarget.bytes, total);
+});

@@ -12,6 +12,11 @@
  *   pending connects, running only while some are pending).
  * - Counting: bytes read from each side are added to the caller's `ByteTally` objects, one
  *   addition per chunk and no allocation.
+ * - Reading the target: the upstream socket reads into buffers the proxy owns (`onread`,
+ *   read-buffers.ts) rather than a new allocation per read; this is the direction bulk
+ *   traffic (responses, downloads) takes, and most of what a proxy's throughput costs.
+ *   Accepted client sockets cannot be given `onread` (net.Server has no such option), so
+ *   the client's bytes arrive as ordinary 'data' chunks.
  * Cost per connection is what the connection rate is made of (docs/benchmarks.md
  * "Userspace proxy"): the event handlers below are module functions shared by every
  * connection, finding their connection through one symbol-keyed field on each socket, so
@@ -20,6 +25,7 @@
  */
 import { connect, type Socket } from "node:net";
 import { decodeProxyV2, type ProxyAddresses } from "./proxy-protocol.ts";
+import { firstReadBuffer, nextReadBuffer, releaseReadBuffer } from "./read-buffers.ts";
 
 export interface TcpTarget {
   readonly host: string;
@@ -53,6 +59,8 @@ const FAILED = 2;
 /** One client joined (or being joined) to one target. */
 class Splice {
   state: typeof CONNECTING | typeof JOINED | typeof FAILED = CONNECTING;
+  /** what the upstream socket reads into next (see read-buffers.ts) */
+  readBuffer: Buffer;
   constructor(
     readonly client: Socket,
     readonly upstream: Socket,
@@ -61,7 +69,10 @@ class Splice {
     readonly fromTarget: ByteTally,
     readonly deadline: number,
     readonly done: (ok: boolean) => void,
-  ) {}
+    readBuffer: Buffer,
+  ) {
+    this.readBuffer = readBuffer;
+  }
 }
 
 const SPLICE = Symbol("passlb.splice");
@@ -95,15 +106,19 @@ export function spliceTcp(
     done(false);
     return;
   }
+  const readBuffer = firstReadBuffer();
+  handOut = readBuffer; // what the socket's constructor takes through TARGET_READS.buffer
+  const onread = TARGET_READS;
   const upstream: Tracked = connect(
     options.localAddress === undefined
-      ? { host: target.host, port: target.port, allowHalfOpen: true, noDelay: true }
+      ? { host: target.host, port: target.port, allowHalfOpen: true, noDelay: true, onread }
       : {
           host: target.host,
           port: target.port,
           allowHalfOpen: true,
           noDelay: true,
           localAddress: options.localAddress,
+          onread,
         },
   );
   const s = new Splice(
@@ -114,6 +129,7 @@ export function spliceTcp(
     options.fromTarget ?? DISCARD,
     Date.now() + options.connectTimeoutMs,
     done,
+    readBuffer,
   );
   upstream[SPLICE] = s;
   (client as Tracked)[SPLICE] = s;
@@ -135,9 +151,8 @@ function onConnect(this: Tracked): void {
   pending.delete(s);
   const { client, upstream } = s;
   if (s.header) upstream.write(s.header);
-  client.on("data", onData);
+  client.on("data", onClientData);
   client.on("end", onEnd);
-  upstream.on("data", onData);
   upstream.on("end", onEnd);
   // the client reads from accept on: a FIN with no data before it may already be consumed
   if (client.readableEnded) endSoftly(upstream);
@@ -158,6 +173,7 @@ function onClose(this: Tracked, hadError: boolean): void {
   this[OWNER]?.delete(this);
   const s = this[SPLICE];
   if (s === undefined) return;
+  if (this === s.upstream) releaseReadBuffer(s.readBuffer);
   if (s.state === CONNECTING) {
     fail(s);
     return;
@@ -169,24 +185,46 @@ function onClose(this: Tracked, hadError: boolean): void {
   else endSoftly(peer);
 }
 
-/** One direction: what `pipe` does, with fewer listeners (this runs per chunk). */
-function onData(this: Tracked, chunk: Buffer): void {
+/** Client to target: what `pipe` does, with fewer listeners (this runs per chunk). */
+function onClientData(this: Tracked, chunk: Buffer): void {
   const s = this[SPLICE]!;
-  let to: Socket;
-  if (this === s.client) {
-    s.fromClient.bytes += chunk.length;
-    to = s.upstream;
-  } else {
-    s.fromTarget.bytes += chunk.length;
-    to = s.client;
-  }
-  if (!to.write(chunk)) {
+  s.fromClient.bytes += chunk.length;
+  const to = s.upstream;
+  to.write(chunk);
+  if (to.writableLength >= to.writableHighWaterMark) {
     this.pause();
     to.once("drain", onDrain);
   }
 }
 
-/** `this` is the writer whose buffer drained: its peer may read again */
+/** the buffer the upstream socket reads into next: set by `onTargetRead` just before */
+let handOut: Buffer = Buffer.alloc(0);
+
+/** Node calls `buffer` (without a `this`) right after each `callback`, and once at creation. */
+const TARGET_READS = { buffer: takeReadBuffer, callback: onTargetRead };
+
+function takeReadBuffer(): Buffer {
+  return handOut;
+}
+
+/**
+ * Target to client, `read` bytes in `buffer` (`onread`). The write may leave part of them
+ * queued, still in `buffer`; then the next read goes elsewhere (read-buffers.ts). Returning
+ * false stops reading until the client's queue drains.
+ */
+function onTargetRead(this: Tracked, read: number, buffer: Buffer): boolean {
+  const s = this[SPLICE]!;
+  s.fromTarget.bytes += read;
+  const to = s.client;
+  to.write(read === buffer.length ? buffer : buffer.subarray(0, read));
+  const queued = to.writableLength;
+  handOut = s.readBuffer = nextReadBuffer(buffer, read, queued > 0);
+  if (queued < to.writableHighWaterMark) return true;
+  to.once("drain", onDrain);
+  return false;
+}
+
+/** `this` is the writer whose queue drained: its peer may read again */
 function onDrain(this: Tracked): void {
   const s = this[SPLICE]!;
   (this === s.client ? s.upstream : s.client).resume();
