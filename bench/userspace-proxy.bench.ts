@@ -207,7 +207,10 @@ function cpuSeconds(pid: number | undefined): { user: number; system: number } {
 
 function child(roleName: string): Promise<ChildProcess> {
   const self = fileURLToPath(import.meta.url);
-  const prof = process.env.PLB_BENCH_PROF === roleName ? ["--cpu-prof", "--cpu-prof-dir=/tmp/plbprof", "--cpu-prof-interval", "250"] : [];
+  const prof =
+    process.env.PLB_BENCH_PROF === roleName
+      ? ["--cpu-prof", "--cpu-prof-dir=/tmp/plbprof", "--cpu-prof-interval", "250"]
+      : [];
   const c = spawn(process.execPath, [...prof, "--import", "tsx", self, "--role", roleName], {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });

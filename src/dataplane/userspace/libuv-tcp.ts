@@ -97,12 +97,18 @@ const HANDLE_METHODS = [
   "reset",
 ] as const;
 
-function loadBinding(): Binding | undefined {
-  const get = (process as unknown as { binding?: (name: string) => unknown }).binding;
-  if (typeof get !== "function") return undefined;
+type Binder = (name: string) => unknown;
+
+function processBinder(): Binder | undefined {
+  const get = (process as unknown as { binding?: Binder }).binding;
+  return typeof get === "function" ? (name) => get.call(process, name) : undefined;
+}
+
+function loadBinding(get: Binder | undefined): Binding | undefined {
+  if (get === undefined) return undefined;
   try {
-    const tcp = get.call(process, "tcp_wrap") as Record<string, unknown>;
-    const stream = get.call(process, "stream_wrap") as Record<string, unknown>;
+    const tcp = get("tcp_wrap") as Record<string, unknown>;
+    const stream = get("stream_wrap") as Record<string, unknown>;
     const TCP = tcp.TCP as Binding["TCP"] | undefined;
     const constants = tcp.constants as { SOCKET?: unknown; SERVER?: unknown } | undefined;
     const state = stream.streamBaseState;
@@ -155,9 +161,16 @@ function uvError(status: number, syscall: string, host: string, port: number): E
 
 let binding: Binding | undefined | null = null;
 
-/** the libuv plumbing, or undefined when this Node does not expose what it needs */
-export function libuvTcpPlumbing(): TcpPlumbing | undefined {
-  if (binding === null) binding = loadBinding();
+/**
+ * The libuv plumbing, or undefined when this Node does not expose what it needs.
+ * `binder` replaces `process.binding` (tests: a Node without the handles).
+ */
+export function libuvTcpPlumbing(binder?: Binder): TcpPlumbing | undefined {
+  if (binder) {
+    const b = loadBinding(binder);
+    return b && new LibuvPlumbing(b);
+  }
+  if (binding === null) binding = loadBinding(processBinder());
   return binding && new LibuvPlumbing(binding);
 }
 

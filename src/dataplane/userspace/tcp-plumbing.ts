@@ -73,3 +73,10 @@ export function netTcpPlumbing(): TcpPlumbing {
     destroyAll: () => destroyAll(sockets),
   };
 }
+
+/** one line for start-up output: which TCP plumbing runs, and why when it is the fallback */
+export function describeTcpPlumbing(kind: TcpPlumbing["kind"]): string {
+  return kind === "libuv"
+    ? "TCP on libuv handles"
+    : "TCP on node:net sockets (this Node does not expose libuv's TCP handles)";
+}
