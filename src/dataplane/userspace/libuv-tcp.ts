@@ -412,9 +412,10 @@ function afterConnect(this: UvReq, status: number, up: UvTcp | undefined): void 
   if (conn.header) send(conn, up, conn.header, conn.client);
   const c = conn.client;
   c.onread = onClientRead;
-  c.readStart();
-  up.readStart();
+  // a side that cannot be read (it went away meanwhile) ends the connection at once
+  const unreadable = c.readStart() !== 0 || up.readStart() !== 0;
   conn.done(true);
+  if (unreadable) closeConnection(conn);
 }
 
 function onClientRead(this: UvTcp, data: ArrayBuffer | undefined): undefined {
@@ -475,14 +476,16 @@ function afterWrite(this: UvReq, status: number): void {
     return;
   }
   if (h.writeQueueSize > 0) return;
+  let resumed = 0;
   if (h === conn.target && conn.clientPaused) {
     conn.clientPaused = false;
-    if (!conn.clientEof) conn.client.readStart();
+    if (!conn.clientEof) resumed = conn.client.readStart();
   } else if (h === conn.client && conn.targetPaused) {
     conn.targetPaused = false;
-    if (!conn.targetEof) conn.target?.readStart();
+    if (!conn.targetEof) resumed = conn.target?.readStart() ?? 0;
   }
-  closeIfFinished(conn);
+  if (resumed !== 0) closeConnection(conn);
+  else closeIfFinished(conn);
 }
 
 /** `h` sent its FIN (or failed): pass the FIN on, or close everything on an error */
