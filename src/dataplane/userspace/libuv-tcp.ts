@@ -234,18 +234,11 @@ class LibuvConnection implements ClientConnection {
   }
 
   destroy(): void {
-    closeConnection(this);
+    closeConnection(this, false);
   }
 
   resetAndDestroy(): void {
-    if (this.state === CLOSED) return;
-    const target = this.target;
-    this.state = CLOSED;
-    if (target) closeHandle(target);
-    const c = this.client;
-    if (c.closing) return;
-    c.closing = true;
-    if (c.reset(onHandleClosed) !== 0) c.close(onHandleClosed);
+    closeConnection(this, true);
   }
 }
 
@@ -373,11 +366,17 @@ function onHandleClosed(this: UvTcp): void {
   (conn?.owner as LibuvPlumbing | undefined)?.closed(conn);
 }
 
-function closeConnection(conn: LibuvConnection): void {
+/** closes both handles (the client's with a TCP reset when `reset`); idempotent */
+function closeConnection(conn: LibuvConnection, reset = false): void {
+  if (conn.state === CLOSED) return;
   const connecting = conn.state === CONNECTING;
   if (connecting) conn.owner.deadlines.delete(conn);
   conn.state = CLOSED;
-  closeHandle(conn.client);
+  const c = conn.client;
+  if (reset && !c.closing) {
+    c.closing = true;
+    if (c.reset(onHandleClosed) !== 0) c.close(onHandleClosed);
+  } else closeHandle(c);
   if (conn.target) closeHandle(conn.target);
   if (connecting) conn.done(false); // the client went away before its target answered
 }
