@@ -54,7 +54,7 @@ export function kubeLbSource(input: Extract<LbInput, { kind: "kube" }>, obs: Obs
     onRestart: (resource, reason, detail, delayMs) => {
       obs?.metrics.kubeWatchRestart(resource, reason);
       obs?.logger.log(
-        reason === "closed" ? "debug" : reason === "expired" ? "info" : "warn",
+        reason === "closed" ? "debug" : reason === "error" ? "warn" : "info",
         { event: "kube_watch_restart", reason, resource, delay_ms: delayMs },
         `${resource}: ${detail}`,
       );

@@ -94,6 +94,8 @@ export interface KubeSourceOptions {
   readonly debounce?: DebounceOptions;
   readonly backoff?: BackoffOptions;
   readonly minWatchTimeoutSeconds?: number;
+  /** items per list request (default 500); 0 lists each resource in one request */
+  readonly pageSize?: number;
   readonly onRestart?: (
     resource: KubeResourceName,
     reason: RestartReason,
@@ -152,6 +154,7 @@ export class KubeSnapshotSource implements SnapshotSource {
           ...(options.minWatchTimeoutSeconds !== undefined && {
             minWatchTimeoutSeconds: options.minWatchTimeoutSeconds,
           }),
+          ...(options.pageSize !== undefined && { pageSize: options.pageSize }),
           onChange: () => this.#changed(),
           onRestart: (reason, detail, delay) => options.onRestart?.(name, reason, detail, delay),
           onState: (state, detail) => options.onState?.(name, state, detail),

@@ -4,19 +4,24 @@
  * exec plugins, refreshed per request); the watch is client-node's Watch (chunked JSON
  * lines); the list is a plain GET through the same agent and headers, so objects arrive as
  * the server's JSON — our zod schemas decode them (kube-source.ts), not the generated
- * model classes (which turn timestamps into Dates and drop unknown fields).
+ * model classes (which turn timestamps into Dates and drop unknown fields). Lists are read
+ * in pages (`limit`/`continue`, 500 items a page by default) by kube-list-pager.ts, so a
+ * cluster with tens of thousands of Pods is many bounded requests rather than one huge one.
  *
- * Deliberately not: pagination of lists (limit/continue), protobuf, retries — the
- * reflector (kube-watch.ts) owns retry and backoff.
+ * Deliberately not: protobuf, retries — the reflector (kube-watch.ts) owns retry and backoff.
  */
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { type KubeConfig, Watch } from "@kubernetes/client-node";
 import { PasslbError } from "../errors.ts";
+import { DEFAULT_PAGE_SIZE, type ListPage, listInPages, type PagedList } from "./kube-list-pager.ts";
 
-export interface ListResult {
-  readonly items: readonly unknown[];
-  readonly resourceVersion: string;
+/** the items, the list's resourceVersion, how many requests it took and any fallback */
+export type ListResult = PagedList;
+
+export interface ListOptions {
+  /** items per page (default 500); 0 reads the collection in one request */
+  readonly limit?: number;
 }
 
 export interface WatchParams {
@@ -30,8 +35,8 @@ export interface WatchHandle {
 }
 
 export interface KubeTransport {
-  /** GET path (a collection): the items and the list's resourceVersion */
-  list(path: string): Promise<ListResult>;
+  /** GET path (a collection), page by page: the items and the list's resourceVersion */
+  list(path: string, options?: ListOptions): Promise<ListResult>;
   /**
    * Opens a watch on path; `onEvent` gets each `{type, object}`, `onDone` once when the
    * stream ends (null: closed by the server; otherwise the error). Rejects or calls onDone
@@ -50,14 +55,25 @@ const LIST_TIMEOUT_MS = 60_000;
 export function clientNodeTransport(config: KubeConfig): KubeTransport {
   const watcher = new Watch(config);
   return {
-    async list(path) {
-      const server = config.getCurrentCluster()?.server ?? "";
-      const url = new URL(server.replace(/\/$/, "") + path);
-      const opts: RequestOptions & { headers?: Record<string, string> } = { headers: {} };
-      await config.applyToHTTPSOptions(opts);
-      const body = await get(url, opts);
-      const list = JSON.parse(body) as { items?: unknown[]; metadata?: { resourceVersion?: string } };
-      return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? "" };
+    list(path, options = {}) {
+      const server = (config.getCurrentCluster()?.server ?? "").replace(/\/$/, "");
+      return listInPages(async (query): Promise<ListPage> => {
+        const url = new URL(server + path);
+        if (query.limit !== undefined) url.searchParams.set("limit", String(query.limit));
+        if (query.continue !== undefined) url.searchParams.set("continue", query.continue);
+        // credentials per request: exec plugins and token files may have refreshed meanwhile
+        const opts: RequestOptions & { headers?: Record<string, string> } = { headers: {} };
+        await config.applyToHTTPSOptions(opts);
+        const list = JSON.parse(await get(url, opts)) as {
+          items?: unknown[];
+          metadata?: { resourceVersion?: string; continue?: string };
+        };
+        return {
+          items: list.items ?? [],
+          resourceVersion: list.metadata?.resourceVersion ?? "",
+          continue: list.metadata?.continue ?? "",
+        };
+      }, options.limit ?? DEFAULT_PAGE_SIZE);
     },
     async watch(path, params, onEvent, onDone) {
       const query: Record<string, string | number | boolean> = {

@@ -5,6 +5,9 @@
  *
  * - List, remember the list's resourceVersion, watch from it; every event updates the
  *   store and the resourceVersion. Bookmarks are asked for and only move the version.
+ * - The list comes in pages (`pageSize`, 500 by default, as client-go's pager); when a
+ *   continue token expires mid-list the transport reads it again in one request and the
+ *   loop reports that as a restart with reason `continue_expired` (no backoff).
  * - The server ends a watch now and then (timeoutSeconds: 5–10 minutes, jittered, as
  *   client-go asks): watch again from the last version at once (restart reason `closed`).
  * - 410 Gone (an ERROR event with code 410, or HTTP 410): the version was compacted away;
@@ -20,12 +23,13 @@
  * Time and randomness come in (Clock, random) so tests drive the backoff.
  *
  * Deliberately not: decoding (kube-source.ts decodes), debouncing (the source does),
- * pagination of the initial list, the streaming-list (sendInitialEvents) protocol.
+ * the streaming-list (sendInitialEvents) protocol, lists served from the watch cache
+ * (resourceVersion "0": client-go's first list; ours is a consistent read).
  */
 import type { Clock, TimerHandle } from "../health/clock.ts";
 import type { KubeTransport, WatchHandle } from "./kube-transport.ts";
 
-export type RestartReason = "expired" | "error" | "closed";
+export type RestartReason = "expired" | "error" | "closed" | "continue_expired";
 export type WatchState = "listing" | "watching" | "backoff" | "stopped";
 
 export interface BackoffOptions {
@@ -48,6 +52,8 @@ export interface ReflectorOptions {
   /** in [0, 1): jitter of the backoff and of the watch timeout */
   readonly random: () => number;
   readonly backoff?: BackoffOptions;
+  /** items per list request (default 500, kube-list-pager.ts); 0: the whole list in one */
+  readonly pageSize?: number;
   /** the shortest server-side watch timeout; each watch asks for up to twice this */
   readonly minWatchTimeoutSeconds?: number;
   /** the store changed */
@@ -182,12 +188,16 @@ export class ResourceReflector {
       this.#setState("listing", "");
       let list: Awaited<ReturnType<KubeTransport["list"]>>;
       try {
-        list = await this.#o.transport.list(this.#o.path);
+        list = await this.#o.transport.list(
+          this.#o.path,
+          this.#o.pageSize === undefined ? {} : { limit: this.#o.pageSize },
+        );
       } catch (e) {
         if (generation === this.#generation) this.#restart("error", `list: ${message(e)}`, true);
         return;
       }
       if (generation !== this.#generation || this.#stopped) return;
+      if (list.fallback !== undefined) this.#o.onRestart?.("continue_expired", list.fallback, 0);
       this.#replace(list.items);
       this.#rv = list.resourceVersion;
     }

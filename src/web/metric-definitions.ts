@@ -156,7 +156,7 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
     }),
     watchRestarts: new Counter({
       name: "passlb_kube_watch_restarts_total",
-      help: "Kubernetes API list+watch loops started over, by resource and reason (closed, expired, error).",
+      help: "Kubernetes API list+watch loops started over, by resource and reason (closed, expired, error, continue_expired).",
       labelNames: ["resource", "reason"] as const,
       registers: r,
     }),

@@ -10,6 +10,7 @@
  * (dashboard-server.ts serves `registry.metrics()`).
  */
 import { type Counter, collectDefaultMetrics, Registry } from "prom-client";
+import type { RestartReason } from "../cluster/kube-watch.ts";
 import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { MaglevTable } from "../dataplane/maglev.ts";
 import { slotsMoved } from "../dataplane/maglev.ts";
@@ -123,8 +124,8 @@ export class Metrics {
   }
 
   /** a Kubernetes list+watch loop started over: `closed` by the server, `expired` (410 Gone,
-   * relisted) or after an `error` (backoff) */
-  kubeWatchRestart(resource: string, reason: "closed" | "expired" | "error"): void {
+   * relisted), after an `error` (backoff), or `continue_expired` (a paged list read again whole) */
+  kubeWatchRestart(resource: string, reason: RestartReason): void {
     this.#m.watchRestarts.inc({ resource, reason });
   }
 

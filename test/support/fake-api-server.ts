@@ -7,7 +7,8 @@
  * - paths /api/v1/[namespaces/NS/]RESOURCE[/NAME[/status]] and /apis/GROUP/VERSION/…;
  *   discovery (/api, /apis, /api/v1, /apis/G/V, /version).
  * - list: `{kind: XList, metadata: {resourceVersion}, items}` (built-in items without
- *   kind/apiVersion, as the real server sends them); labelSelector, fieldSelector.
+ *   kind/apiVersion, as the real server sends them); labelSelector, fieldSelector;
+ *   `limit`/`continue` paging from a snapshot per list (fake-api-pages.ts).
  * - watch (`?watch=true&resourceVersion=RV`): chunked JSON lines `{type, object}`; from ""
  *   or "0" the current objects come first as ADDED; from an RV older than the compaction
  *   point an ERROR event with a 410 Status (or, with `goneAs: "http"`, an HTTP 410);
@@ -19,9 +20,10 @@
  * Test hooks: stop()/start() (same port, objects kept; open watches cut), closeWatches(),
  * compact(), failNext() (the next N matching requests answer with an error), count() of
  * requests per verb and resource, put()/remove() to change objects without the API rules,
- * waitForWatches(), kubeConfig() / kubeconfigYaml().
+ * waitForWatches(), kubeConfig() / kubeconfigYaml(); for paged lists expireContinueTokens()
+ * and `onListPage` (runs as each page is cut, so a test can write or expire mid-list).
  *
- * Deliberately not: TLS, pagination, server-side apply, admission, RBAC, protobuf, the
+ * Deliberately not: TLS, server-side apply, admission, RBAC, protobuf, the
  * Service ClusterIP/NodePort allocators (tests give those fields themselves).
  *
  * Example:
@@ -36,6 +38,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
+import { FakeListPages } from "./fake-api-pages.ts";
 import { selectorMatcher } from "./fake-api-patch.ts";
 import {
   discoveryDocument,
@@ -60,6 +63,17 @@ export interface FailureRule {
   /** HTTP status: 409 answers Conflict, 500 InternalError, 410 Expired, others a generic reason */
   readonly status: number;
   readonly message?: string;
+}
+
+/** what `onListPage` is told about each list answer */
+export interface ListPageInfo {
+  /** resource key: "pods", "discovery.k8s.io/endpointslices" */
+  readonly resource: string;
+  /** 1 for a first page (or an unpaged list), then 2, 3, … within one list */
+  readonly page: number;
+  readonly items: number;
+  /** true when more pages follow */
+  readonly more: boolean;
 }
 
 export interface FakeApiServerOptions {
@@ -102,6 +116,9 @@ const REASONS: Record<number, string> = {
 export class FakeApiServer {
   readonly store: FakeApiStore;
   goneAs: "event" | "http";
+  /** Test hook: called as each list answer is cut, before it is sent. */
+  onListPage: ((info: ListPageInfo) => void) | undefined;
+  readonly #pages = new FakeListPages();
   readonly #token: string | undefined;
   #server: Server | undefined;
   #port = 0;
@@ -222,6 +239,16 @@ export class FakeApiServer {
     this.store.compact();
   }
 
+  /** Test hook: every continue token handed out so far expires; its next page is 410 Expired. */
+  expireContinueTokens(): void {
+    this.#pages.expire();
+  }
+
+  /** Paged lists begun and not finished (snapshots the fake holds). */
+  get openLists(): number {
+    return this.#pages.open;
+  }
+
   /** Test hook: ends every open watch stream cleanly (as the server's watch timeout does). */
   closeWatches(): void {
     for (const w of [...this.#watches]) w.stop();
@@ -327,14 +354,30 @@ export class FakeApiServer {
           url.searchParams.get("labelSelector"),
           url.searchParams.get("fieldSelector"),
         );
-        const { items, rv } = store.list(route.res, ns, match);
+        const page = this.#pages.page({
+          collection: [
+            key,
+            ns ?? "",
+            url.searchParams.get("labelSelector"),
+            url.searchParams.get("fieldSelector"),
+          ].join(" "),
+          limit: Number(url.searchParams.get("limit") ?? "0") || 0,
+          token: url.searchParams.get("continue") ?? "",
+          compactedRv: Number(store.compactedResourceVersion),
+          read: () => store.list(route.res, ns, match),
+        });
         const out = route.res.custom
-          ? items
-          : items.map(({ kind: _k, apiVersion: _a, ...rest }) => rest as Record<string, unknown>);
+          ? page.items
+          : page.items.map(({ kind: _k, apiVersion: _a, ...rest }) => rest as Record<string, unknown>);
+        const more = page.continue !== "";
+        this.onListPage?.({ resource: key, page: page.number, items: out.length, more });
         return reply(200, {
           kind: `${route.res.kind}List`,
           apiVersion: apiVersionOfRes(route.res),
-          metadata: { resourceVersion: rv },
+          metadata: {
+            resourceVersion: page.rv,
+            ...(more && { continue: page.continue, remainingItemCount: page.remaining }),
+          },
           items: out,
         });
       }

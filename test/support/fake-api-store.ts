@@ -11,7 +11,7 @@
  * - Delete honours finalizers: sets deletionTimestamp and removes the object once an update
  *   leaves the finalizers empty.
  * - Watch history since the compaction point; a watch from an older resourceVersion is Gone.
- * Deliberately not: pagination, set-based selectors, admission, namespace existence checks.
+ * Deliberately not: pagination (fake-api-pages.ts pages what list() returns), set-based selectors, admission, namespace existence checks.
  */
 import { randomUUID } from "node:crypto";
 import { jsonPatch, type Matcher, mergePatch, PatchError } from "./fake-api-patch.ts";
