@@ -41,15 +41,24 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { FakeListPages } from "./fake-api-pages.ts";
 import { selectorMatcher } from "./fake-api-patch.ts";
 import {
+  apiVersionOf,
   discoveryDocument,
   type FakeResource,
-  findResource,
   resourceKey,
   resourceOfObject,
 } from "./fake-api-resources.ts";
+import {
+  type FakeVerb,
+  findByKey,
+  parseBody,
+  parseRoute,
+  type Reply,
+  type Route,
+  reply,
+  sendJson,
+  verbOf,
+} from "./fake-api-routes.ts";
 import { ApiStatusError, FakeApiStore, type Obj, type WatchType } from "./fake-api-store.ts";
-
-export type FakeVerb = "list" | "watch" | "get" | "create" | "update" | "patch" | "delete";
 
 export interface FailureRule {
   /** one verb or several; any when left out */
@@ -91,13 +100,6 @@ interface OpenWatch {
   readonly res: ServerResponse;
   /** graceful: end the stream; otherwise only detach it (the socket is about to be cut) */
   readonly stop: (graceful?: boolean) => void;
-}
-
-interface Route {
-  readonly res: FakeResource;
-  readonly namespace: string | undefined;
-  readonly name: string | undefined;
-  readonly sub: string | undefined;
 }
 
 const REASONS: Record<number, string> = {
@@ -261,7 +263,7 @@ export class FakeApiServer {
       const res = findByKey(w.key);
       const object = {
         kind: res?.kind ?? "",
-        apiVersion: res ? apiVersionOfRes(res) : "v1",
+        apiVersion: res ? apiVersionOf(res) : "v1",
         metadata: { resourceVersion: this.store.resourceVersion },
       };
       w.res.write(`${JSON.stringify({ type: "BOOKMARK", object })}\n`);
@@ -373,7 +375,7 @@ export class FakeApiServer {
         this.onListPage?.({ resource: key, page: page.number, items: out.length, more });
         return reply(200, {
           kind: `${route.res.kind}List`,
-          apiVersion: apiVersionOfRes(route.res),
+          apiVersion: apiVersionOf(route.res),
           metadata: {
             resourceVersion: page.rv,
             ...(more && { continue: page.continue, remainingItemCount: page.remaining }),
@@ -471,87 +473,4 @@ export class FakeApiServer {
     const timeout = Number(url.searchParams.get("timeoutSeconds") ?? "0");
     if (timeout > 0) timer = setTimeout(() => watch.stop(), timeout * 1000);
   }
-}
-
-function apiVersionOfRes(res: FakeResource): string {
-  return res.group === "" ? res.version : `${res.group}/${res.version}`;
-}
-
-function findByKey(key: string): FakeResource | undefined {
-  const [a, b] = key.split("/");
-  if (b === undefined) return findResource("", "v1", a ?? "");
-  for (const v of ["v1", "v1alpha1", "v1beta1"]) {
-    const r = findResource(a ?? "", v, b);
-    if (r) return r;
-  }
-  return undefined;
-}
-
-function parseRoute(path: string): Route | undefined {
-  const parts = path.split("/").filter((p) => p !== "");
-  let group: string;
-  let version: string;
-  let rest: string[];
-  if (parts[0] === "api" && parts.length >= 2) {
-    group = "";
-    version = parts[1] ?? "";
-    rest = parts.slice(2);
-  } else if (parts[0] === "apis" && parts.length >= 3) {
-    group = parts[1] ?? "";
-    version = parts[2] ?? "";
-    rest = parts.slice(3);
-  } else return undefined;
-  if (rest[0] === "namespaces" && rest.length >= 3) {
-    const res = findResource(group, version, rest[2] ?? "");
-    if (res) return { res, namespace: rest[1], name: rest[3], sub: rest[4] };
-  }
-  const res = findResource(group, version, rest[0] ?? "");
-  if (!res) return undefined;
-  if (rest[2] !== undefined && !(rest[2] === "status" && res.status)) return undefined;
-  return { res, namespace: undefined, name: rest[1], sub: rest[2] };
-}
-
-function verbOf(method: string, route: Route, url: URL): FakeVerb {
-  const w = url.searchParams.get("watch");
-  switch (method) {
-    case "GET":
-      if (route.name === undefined) return w === "true" || w === "1" ? "watch" : "list";
-      return "get";
-    case "POST":
-      if (route.name === undefined) return "create";
-      break;
-    case "PUT":
-      if (route.name !== undefined) return "update";
-      break;
-    case "PATCH":
-      if (route.name !== undefined) return "patch";
-      break;
-    case "DELETE":
-      if (route.name !== undefined) return "delete";
-      break;
-  }
-  throw new ApiStatusError(405, "MethodNotAllowed", `${method} is not allowed on ${url.pathname}`);
-}
-
-function parseBody(body: string): unknown {
-  try {
-    return JSON.parse(body);
-  } catch {
-    throw new ApiStatusError(400, "BadRequest", "the request body is not JSON");
-  }
-}
-
-interface Reply {
-  readonly status: number;
-  readonly body: unknown;
-}
-
-function reply(status: number, body: unknown): Reply {
-  return { status, body };
-}
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
 }
