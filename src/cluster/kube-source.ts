@@ -3,6 +3,7 @@
  * ResourceReflector (list + watch, kube-watch.ts) per resource — Services,
  * EndpointSlices, Nodes, Namespaces; Pods only when asked (a consumer that computes
  * EndpointSlices itself), LoadBalancerIPPools when asked (their pools join config.pools).
+ * Each lists in pages of `pageSize` items (500 by default; kube-list-pager.ts).
  *
  * - Level-triggered and debounced: any change pokes a Debouncer (100 ms quiet, 1 s at
  *   most by default), which builds the whole Snapshot and hands it to `onRead`; a burst of
