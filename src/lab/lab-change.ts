@@ -81,7 +81,8 @@ export function labChangeCommands(running: LabLayout, change: LabChange): LabCha
   const isFirst = (h: LabHost) => first.has(h.ns);
   const build: Command[] = [];
   for (const h of [...add.clients, ...add.nodes, ...add.pods]) build.push(...hostInitCommands(h));
-  for (const zone of add.zones) build.push(...zoneGatewayCommands(lb, zone, layout.zones.indexOf(zone)));
+  for (const zone of add.zones)
+    build.push(...zoneGatewayCommands(lb, zone, layout.zones.indexOf(zone), "replace"));
   for (const c of add.clients) {
     const z = layout.zones.findIndex((zone) => zone.name === c.zone);
     build.push(...clientLinkCommands(lb, c, z, `plbc${layout.clients.indexOf(c)}`));
@@ -113,5 +114,41 @@ export function labChangeCommands(running: LabLayout, change: LabChange): LabCha
       change.remove.pods.filter((p) => !isFirst(p)),
       change.remove.nodes.filter((n) => !isFirst(n)),
     ),
+  };
+}
+
+/**
+ * Undoing a change that failed half-way: the namespaces of every host it added, and the
+ * unlinking and route removals on the hosts that were there before. (A new zone's gateway
+ * addresses on the LB stay; building the zone again replaces them.)
+ */
+export function labUndoAdd(change: LabChange): { namespaces: string[]; commands: Command[] } {
+  const { layout, add } = change;
+  const lb = layout.lb;
+  const added = new Set([...add.nodes, ...add.clients, ...add.pods].map((h) => h.ns));
+  const before = [lb, ...layout.nodes.filter((n) => !added.has(n.ns))];
+  const unlink = (h: LabHost, veth: string): Command => ["ip", "-n", h.ns, "link", "del", veth];
+  const commands: Command[] = [
+    ...add.nodes.map((n) => unlink(lb, n.veth)),
+    ...add.clients.map((c) => unlink(lb, `plbc${layout.clients.indexOf(c)}`)),
+    ...add.pods.flatMap((p) => [
+      ...before.filter((h) => h.name === p.node).map((owner) => unlink(owner, p.veth)),
+      ...before.filter((h) => h.name !== p.node).flatMap((h) => podUnrouteCommands(h, p)),
+    ]),
+  ];
+  return { namespaces: [...added], commands };
+}
+
+/** The layout without the hosts in these namespaces (and without a removed node's pods). */
+export function layoutWithout(layout: LabLayout, namespaces: readonly string[]): LabLayout {
+  const gone = new Set(namespaces);
+  const nodes = layout.nodes
+    .filter((n) => !gone.has(n.ns))
+    .map((n) => ({ ...n, pods: n.pods.filter((p) => !gone.has(p.ns)) }));
+  return {
+    ...layout,
+    clients: layout.clients.filter((c) => !gone.has(c.ns)),
+    nodes,
+    pods: nodes.flatMap((n) => n.pods),
   };
 }

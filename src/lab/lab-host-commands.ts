@@ -45,11 +45,16 @@ export function hostInitCommands(h: LabHost): Command[] {
   ];
 }
 
-/** zone z's gateway addresses on the LB host's client bridge */
-export function zoneGatewayCommands(lb: LabHost, zone: LabZone, z: number): Command[] {
+/** zone z's gateway addresses on the LB host's client bridge (`replace`: also when present) */
+export function zoneGatewayCommands(
+  lb: LabHost,
+  zone: LabZone,
+  z: number,
+  verb: "add" | "replace" = "add",
+): Command[] {
   return [
-    ipn(lb, "addr", "add", `192.0.2.${64 * z + 1}/26`, "dev", CLIENT_BRIDGE),
-    ipn(lb, "addr", "add", `${zone.clientCidr6.replace("::/64", "::1")}/64`, "dev", CLIENT_BRIDGE, "nodad"),
+    ipn(lb, "addr", verb, `192.0.2.${64 * z + 1}/26`, "dev", CLIENT_BRIDGE),
+    ipn(lb, "addr", verb, `${zone.clientCidr6.replace("::/64", "::1")}/64`, "dev", CLIENT_BRIDGE, "nodad"),
   ];
 }
 

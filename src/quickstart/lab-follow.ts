@@ -9,11 +9,13 @@
  *   4. new nodes get their agent;
  *   5. after `drainMs` (the agents' folder watch has dropped removed endpoints by then),
  *      the other removed hosts are torn down: processes, veths, routes, namespaces.
- * `onState` hears the lab's state after every step, so a failure half-way leaves the
- * caller knowing what runs (and `labDown` removes all of it anyway). Not here: the
+ * When building fails half-way (an echo server or agent not ready in time), the hosts it
+ * added are torn down again and the manifests rewritten for what runs, so a later reload
+ * starts from a lab that matches its layout. `onState` hears the lab's state after every
+ * step (and `labDown` removes all of it anyway). Not here: the
  * manifests' content, the view's counters (the caller's `publish`).
  */
-import { type LabChange, labChangeCommands } from "../lab/lab-change.ts";
+import { type LabChange, labChangeCommands, labUndoAdd, layoutWithout } from "../lab/lab-change.ts";
 import { labAddHosts, labRemoveHosts, labStartAgents } from "../lab/lab-grow.ts";
 import type { LabLayout } from "../lab/lab-layout.ts";
 import type { LabState } from "../lab/lab-runner.ts";
@@ -42,10 +44,20 @@ export async function followLabChange(
     s = next;
     o.onState(s);
   };
-  step(await labRemoveHosts(s, change.removeFirst, commands.first));
-  step(await labAddHosts(s, change, commands, grow));
-  await o.publish(change.layout);
-  step(await labStartAgents(s, change.add.nodes, grow));
+  // what runs once the hosts that go first are gone
+  const base = layoutWithout(state.layout, change.removeFirst);
+  step(await labRemoveHosts(s, change.removeFirst, commands.first, base));
+  try {
+    step(await labAddHosts(s, change, commands, grow));
+    await o.publish(change.layout);
+    step(await labStartAgents(s, change.add.nodes, grow));
+  } catch (e) {
+    // half a change is undone: the lab runs `base`, and a later reload starts from there
+    const undo = labUndoAdd(change);
+    step(await labRemoveHosts(s, undo.namespaces, undo.commands, base));
+    await o.publish(base).catch(() => {});
+    throw e;
+  }
   for (const z of change.add.zones) o.event(`zone ${z.name} added (clients ${z.clientCidr4})`);
   for (const n of change.add.nodes) o.event(`node ${n.name} added in ${n.zone} (${n.ipv4})`);
   for (const p of change.add.pods) o.event(`pod ${p.namespace}/${p.name} started on ${p.node} (${p.ipv4})`);

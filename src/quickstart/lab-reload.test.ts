@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { readManifests } from "../cluster/manifest-files.ts";
 import { decodeDocuments } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
-import { labChangeCommands } from "../lab/lab-change.ts";
+import { labChangeCommands, labUndoAdd, layoutWithout } from "../lab/lab-change.ts";
 import { type LabLayout, labLayout } from "../lab/lab-layout.ts";
 import type { Topology } from "../lab/topology.ts";
 import { labReloadLayout } from "./lab-reload.ts";
@@ -192,7 +192,7 @@ test("a new node (and a new zone) takes the lowest free number, routes to the ru
     "ip -n plb-t-n4 route add 203.0.113.65/32 via 198.51.100.11", // a running pod, from the new node
     "ip -n plb-t-n1 route add 203.0.113.66/32 via 198.51.100.12", // a new pod, from a running node
     "ip -n plb-t-m1 route add 203.0.113.66/32 via 198.51.100.12", // a new pod, from another new node
-    "ip -n plb-t-lb addr add 192.0.2.65/26 dev plbclients",
+    "ip -n plb-t-lb addr replace 192.0.2.65/26 dev plbclients",
     "ip -n plb-t-lb link add plbc1 type veth peer name eth0 netns plb-t-client-zb",
     "ip -n plb-t-client-zb route add default via 192.0.2.65",
   ])
@@ -201,6 +201,34 @@ test("a new node (and a new zone) takes the lowest free number, routes to the ru
   assert.ok(
     c.indexOf("ip netns add plb-t-m1") <
       c.indexOf("ip -n plb-t-m1 route add 203.0.113.66/32 via 198.51.100.12"),
+  );
+});
+
+test("a change that fails half-way is undone: its hosts go, the routes to them too, the rest stays", () => {
+  const running = labLayout(topo({ za: { n1: ["a"] } }));
+  const change = labReloadLayout(running, topo({ za: { n1: ["a", "b"] }, zb: { m1: ["c"] } }));
+  const undo = labUndoAdd(change);
+  assert.deepEqual(undo.namespaces.sort(), ["plb-t-b", "plb-t-c", "plb-t-client-zb", "plb-t-m1"]);
+  const b = change.add.pods.find((p) => p.name === "b")!;
+  assert.deepEqual(
+    undo.commands.map(cmd).sort(),
+    [
+      "ip -n plb-t-lb link del plbc1",
+      "ip -n plb-t-lb link del plbn1",
+      `ip -n plb-t-lb route del ${b.ipv4}/32`,
+      `ip -n plb-t-lb route del ${b.ipv6}/128`,
+      "ip -n plb-t-lb route del 203.0.113.67/32",
+      "ip -n plb-t-lb route del fd00:203::43/128",
+      `ip -n plb-t-n1 link del ${b.veth}`,
+      "ip -n plb-t-n1 route del 203.0.113.67/32",
+      "ip -n plb-t-n1 route del fd00:203::43/128",
+    ].sort(),
+  );
+  // what runs once the undo is done is the running layout
+  assert.deepEqual(layoutWithout(change.layout, undo.namespaces).pods, running.pods);
+  assert.deepEqual(
+    layoutWithout(change.layout, undo.namespaces).nodes.map((n) => n.name),
+    running.nodes.map((n) => n.name),
   );
 });
 

@@ -160,7 +160,7 @@ export function labReloadLayout(running: LabLayout, next: Topology): LabReload {
     for (const p of n.pods) {
       const spec = specs.get(podKey(p));
       if (!spec || !keptPod(p)) continue;
-      const pod: LabPod = { ...p, spec: { ...p.spec, ...spec, namespace: p.namespace } };
+      const pod: LabPod = { ...p, spec: { ...p.spec, ...spec } };
       if (portsKey(spec.ports) !== portsKey(p.spec.ports)) restart.push(pod);
       pods.push(pod);
     }
