@@ -17,7 +17,7 @@
  */
 import { type LabChange, labChangeCommands, labUndoAdd, layoutWithout } from "../lab/lab-change.ts";
 import { labAddHosts, labRemoveHosts, labStartAgents } from "../lab/lab-grow.ts";
-import type { LabLayout } from "../lab/lab-layout.ts";
+import type { LabHost, LabLayout } from "../lab/lab-layout.ts";
 import type { LabState } from "../lab/lab-runner.ts";
 import { sleep } from "../lab/lab-shell.ts";
 
@@ -39,6 +39,9 @@ export async function followLabChange(
   const grow = { repoRoot: o.repoRoot, agentArgs: o.agentArgs };
   const first = new Set(change.removeFirst);
   const removed = [...change.remove.nodes, ...change.remove.pods];
+  const gone = (hosts: readonly LabHost[]) => {
+    for (const h of hosts) o.event(`${h.role} ${"namespace" in h ? `${h.namespace}/` : ""}${h.name} removed`);
+  };
   let s = state;
   const step = (next: LabState) => {
     s = next;
@@ -47,6 +50,7 @@ export async function followLabChange(
   // what runs once the hosts that go first are gone
   const base = layoutWithout(state.layout, change.removeFirst);
   step(await labRemoveHosts(s, change.removeFirst, commands.first, base));
+  gone(removed.filter((h) => first.has(h.ns)));
   try {
     step(await labAddHosts(s, change, commands, grow));
     await o.publish(change.layout);
@@ -76,6 +80,6 @@ export async function followLabChange(
       ),
     );
   }
-  for (const h of removed) o.event(`${h.role} ${h.name} removed`);
+  gone(last);
   return s;
 }

@@ -15,7 +15,7 @@
  * links, processes: labDown) and the scratch folder, also after a failed start.
  * Deliberately not here: the terminal, signals, the control port (up-command.ts, up-lab.ts).
  */
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -23,6 +23,7 @@ import { readManifests } from "../cluster/manifest-files.ts";
 import { manifestSignature } from "../cluster/watch-manifests.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
+import { writeManifestFiles } from "../lab/lab-files.ts";
 import type { LabLayout } from "../lab/lab-layout.ts";
 import { labManifests } from "../lab/lab-manifests.ts";
 import { defaultStateRoot, type LabState, labDown, labStatus, labUp } from "../lab/lab-runner.ts";
@@ -267,36 +268,37 @@ export class QuickstartLab {
     const dir = state.manifestsDir;
     const publish = async (layout: LabLayout) => {
       const generated = labManifests(layout, rw.services);
-      const files: [string, readonly object[]][] = [
+      writeManifestFiles(dir, [
         ["services.yaml", rw.manifests],
         ["nodes.yaml", generated.nodes],
         ["pods.yaml", generated.pods],
         ["endpointslices.yaml", generated.endpointSlices],
-      ];
-      // temporary names, then rename: the agents and the LB never read half a file
-      for (const [file, objs] of files) {
-        const tmp = join(dir, `.${file}.tmp`);
-        writeFileSync(tmp, yamlOf(objs));
-        renameSync(tmp, join(dir, file));
-      }
+      ]);
       await this.#readLabFolder(dir);
       this.#counters.install(layout);
       this.#clients = new Map(rw.clients);
       this.#event(`reloaded ${this.#o.dir}`);
     };
-    await followLabChange(state, change, {
-      repoRoot: this.#o.repoRoot,
-      agentArgs: AGENT_ARGS,
-      drainMs: this.#o.drainMs ?? 2000,
-      publish,
-      onState: (s) => {
-        this.#state = s;
-      },
-      event: (text) => {
-        this.#event(text);
-        this.#o.log(`reload: ${text}`);
-      },
-    });
+    try {
+      await followLabChange(state, change, {
+        repoRoot: this.#o.repoRoot,
+        agentArgs: AGENT_ARGS,
+        drainMs: this.#o.drainMs ?? 2000,
+        publish,
+        onState: (s) => {
+          this.#state = s;
+        },
+        event: (text) => {
+          this.#event(text);
+          this.#o.log(`reload: ${text}`);
+        },
+      });
+    } catch (e) {
+      const text = `the lab could not follow the folder (${(e as Error).message}); it runs what it ran before; save the folder again to retry`;
+      this.#event(text);
+      this.#o.log(`reload: ${text}`);
+      return;
+    }
     for (const n of rw.notes)
       if (n.severity !== "info") {
         this.#event(`${n.code}: ${n.subject}: ${n.message}`);
