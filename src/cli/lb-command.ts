@@ -12,6 +12,7 @@
 import type { Command } from "commander";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
+import { describeTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
 import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
@@ -140,7 +141,7 @@ export function registerLbCommand(
     });
     prober.setPlans(plans);
     await apply();
-    io.stdout(`passlb lb: data plane userspace (${choice.reason})\n`);
+    io.stdout(`passlb lb: data plane userspace (${choice.reason}); ${describeTcpPlumbing(lb.tcpPlumbing)}\n`);
     const dashboard = await obs.serve();
     if (dashboard) io.stdout(`  dashboard: ${dashboard} (metrics at ${dashboard}metrics)\n`);
     for (const p of plans)

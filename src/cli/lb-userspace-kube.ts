@@ -9,6 +9,7 @@
  * Wiring only (the manifest mode stays in lb-command.ts, unchanged).
  */
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
+import { describeTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
 import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
@@ -34,6 +35,7 @@ export async function runUserspaceKube(
   obs: Observability,
 ): Promise<void> {
   const lb = new UserspaceLb({ seed: 0x5eed, proxyProtocol: opts.proxyProtocol ?? false });
+  io.stdout(`  ${describeTcpPlumbing(lb.tcpPlumbing)}\n`);
   // connections and bytes: the LB's own tallies, read at each scrape (as in manifest mode)
   obs.observer.traffic(() => lb.trafficTotals());
   const cache = createPlanCache();

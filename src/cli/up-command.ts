@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import type { KubeEnv } from "../cluster/kube-config.ts";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
+import { describeTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
 import { ControlServer, DEFAULT_CONTROL_PORT } from "../quickstart/control-server.ts";
 import { renderLiveLines, renderLiveView } from "../quickstart/live-view.ts";
 import { QuickstartRun } from "../quickstart/quickstart-run.ts";
@@ -172,7 +173,9 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   }
   const dashboard = await obs.serve();
   const signal = env.shutdownSignal();
-  io.stdout(`passlb up: data plane userspace (${reason}); folder ${dir}\n`);
+  io.stdout(
+    `passlb up: data plane userspace (${reason}); ${describeTcpPlumbing(run.tcpPlumbing)}; folder ${dir}\n`,
+  );
   io.stdout(
     "  as root with nft, passlb up --dataplane nftables runs the same folder on the kernel data plane in the network-namespace lab\n",
   );

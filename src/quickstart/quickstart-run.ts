@@ -119,6 +119,11 @@ export class QuickstartRun {
     return this.#plans;
   }
 
+  /** the LB's TCP plumbing: "libuv" or "net" (tcp-plumbing.ts) */
+  get tcpPlumbing(): "libuv" | "net" {
+    return this.#lb.tcpPlumbing;
+  }
+
   get snapshot(): Snapshot | undefined {
     return this.#snapshot;
   }

@@ -3,9 +3,9 @@
  * gone once nothing is pending), the byte tallies, and `done` called exactly once.
  */
 import assert from "node:assert/strict";
-import { fork } from "node:child_process";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { after, test } from "node:test";
+import { stuckListener } from "../../../test/support/stuck-listener.ts";
 import { spliceTcp } from "./tcp-proxy.ts";
 
 const cleanup: Array<() => void> = [];
@@ -32,30 +32,9 @@ async function acceptedPair(host: string): Promise<{ accepted: Socket; client: S
 }
 
 test("a target that never accepts: done(false) after the deadline, client untouched, nothing left pending", async () => {
-  // a listener whose process never runs its event loop: its two-slot accept queue fills and
-  // further connects hang in SYN retries — a dead backend, without root
-  const stuck = fork(
-    "-e",
-    [
-      [
-        `const s = require("node:net").createServer();`,
-        `s.listen({ host: "127.0.8.2", port: 0, backlog: 1 }, () => {`,
-        `  process.send(s.address().port);`,
-        `  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10000);`,
-        `});`,
-      ].join("\n"),
-    ],
-    { execArgv: [], stdio: ["ignore", "ignore", "ignore", "ipc"] },
-  );
-  cleanup.push(() => stuck.kill("SIGKILL"));
-  const stuckPort = await new Promise<number>((r) => stuck.once("message", (m) => r(Number(m))));
-  const fillers = [0, 1, 2, 3, 4].map(() =>
-    connect({ host: "127.0.8.2", port: stuckPort }).on("error", () => {}),
-  );
-  cleanup.push(() => {
-    for (const f of fillers) f.destroy();
-  });
-  await new Promise((r) => setTimeout(r, 100));
+  const stuck = await stuckListener("127.0.8.2");
+  cleanup.push(stuck.close);
+  const stuckPort = stuck.port;
 
   const { accepted } = await acceptedPair("127.0.8.1");
   const sockets = new Set<Socket>();

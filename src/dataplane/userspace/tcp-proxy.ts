@@ -24,6 +24,7 @@
  * Deliberately not here: which target to pick (the callers decide from forwarding state).
  */
 import { connect, type Socket } from "node:net";
+import { ConnectDeadlines } from "./connect-deadlines.ts";
 import { decodeProxyV2, type ProxyAddresses } from "./proxy-protocol.ts";
 import { firstReadBuffer, nextReadBuffer, releaseReadBuffer } from "./read-buffers.ts";
 
@@ -84,6 +85,9 @@ interface Tracked extends Socket {
   [OWNER]?: SocketSet;
 }
 
+/** every pending connect of the process, failed when its deadline passes */
+const deadlines = new ConnectDeadlines<Splice>(fail);
+
 /** where counts go when the caller keeps none */
 const DISCARD: ByteTally = { bytes: 0 };
 
@@ -141,14 +145,14 @@ export function spliceTcp(
   upstream.on("close", onClose);
   upstream.on("connect", onConnect);
   client.on("close", onClose);
-  watchDeadline(s);
+  deadlines.add(s);
 }
 
 function onConnect(this: Tracked): void {
   const s = this[SPLICE];
   if (s === undefined || s.state !== CONNECTING) return;
   s.state = JOINED;
-  pending.delete(s);
+  deadlines.delete(s);
   const { client, upstream } = s;
   if (s.header) upstream.write(s.header);
   client.on("data", onClientData);
@@ -163,7 +167,7 @@ function onConnect(this: Tracked): void {
 function fail(s: Splice): void {
   if (s.state !== CONNECTING) return;
   s.state = FAILED;
-  pending.delete(s);
+  deadlines.delete(s);
   s.client.off("close", onClose);
   s.upstream.destroy();
   s.done(false);
@@ -248,28 +252,6 @@ function endSoftly(socket: Socket): void {
 
 function ignore(): void {
   // errors reach `onClose` as hadError; this listener keeps them from being thrown
-}
-
-// ---- connect deadlines: one sweep for every pending connect of the process
-const SWEEP_MS = 50;
-const pending = new Set<Splice>();
-let sweeper: ReturnType<typeof setInterval> | undefined;
-
-function watchDeadline(s: Splice): void {
-  pending.add(s);
-  if (sweeper !== undefined) return;
-  // not unref'd: it only runs while a connect is pending (whose socket holds the loop
-  // anyway), and a sweep that failed to stop would show as a process that never exits
-  sweeper = setInterval(sweepDeadlines, SWEEP_MS);
-}
-
-function sweepDeadlines(): void {
-  const now = Date.now();
-  for (const s of pending) if (s.deadline <= now) fail(s);
-  if (pending.size === 0 && sweeper !== undefined) {
-    clearInterval(sweeper);
-    sweeper = undefined;
-  }
 }
 
 export type ProxyHeaderRead =

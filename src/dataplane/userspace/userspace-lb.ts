@@ -18,13 +18,18 @@
  * `update` is level-triggered: the listeners that should exist are opened, those no longer
  * wanted are closed, the others switch to the new forwarding state in place.
  */
-import type { Server, Socket } from "node:net";
 import type { ServiceForwarding } from "../forwarding-state.ts";
 import { FlowTable } from "./flow-table.ts";
 import { chooseNode, type LbRoute, parseSourceRanges, sourceAllowed } from "./lb-route.ts";
+import { libuvTcpPlumbing } from "./libuv-tcp.ts";
 import { encodeProxyV2 } from "./proxy-protocol.ts";
-import { destroyAll, listenTcp } from "./tcp-listener.ts";
-import { plainAddress, type SocketSet, spliceTcp } from "./tcp-proxy.ts";
+import {
+  type ClientConnection,
+  netTcpPlumbing,
+  type TcpListenerHandle,
+  type TcpPlumbing,
+} from "./tcp-plumbing.ts";
+import { plainAddress } from "./tcp-proxy.ts";
 import { TrafficCounters, type TrafficTotals } from "./traffic-counters.ts";
 import { UdpRelay } from "./udp-proxy.ts";
 
@@ -57,6 +62,11 @@ export interface UserspaceLbOptions {
   readonly clientZone?: (address: string) => string | undefined;
   readonly now?: () => number;
   readonly onEvent?: (event: LbEvent) => void;
+  /**
+   * TCP plumbing (tcp-plumbing.ts): "auto" (the default) runs on libuv's handles when this
+   * Node exposes them, else on node:net; "net" always on node:net
+   */
+  readonly tcp?: "auto" | "net";
 }
 
 interface Listening {
@@ -64,7 +74,7 @@ interface Listening {
   readonly protocol: "TCP" | "UDP";
   route: LbRoute;
   nodePort: number;
-  readonly server?: Server;
+  readonly server?: TcpListenerHandle;
   readonly relay?: UdpRelay;
 }
 
@@ -74,7 +84,7 @@ export class UserspaceLb {
   readonly #o: UserspaceLbOptions;
   readonly #now: () => number;
   readonly #listeners = new Map<string, Listening>();
-  readonly #sockets: SocketSet = new Set();
+  readonly #tcp: TcpPlumbing;
   readonly #affinity = new Map<string, FlowTable<string>>();
   readonly #traffic = new TrafficCounters();
   #closed = false;
@@ -82,6 +92,12 @@ export class UserspaceLb {
   constructor(options: UserspaceLbOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#tcp = (options.tcp !== "net" && libuvTcpPlumbing()) || netTcpPlumbing();
+  }
+
+  /** which TCP plumbing runs: "libuv" or "net" (tcp-plumbing.ts) */
+  get tcpPlumbing(): "libuv" | "net" {
+    return this.#tcp.kind;
   }
 
   /** `TCP 127.0.1.1:8080` for every open listener */
@@ -90,7 +106,7 @@ export class UserspaceLb {
   }
 
   get openSockets(): number {
-    return this.#sockets.size;
+    return this.#tcp.open;
   }
 
   /** connections, flows and bytes forwarded so far, per Service and node */
@@ -205,7 +221,7 @@ export class UserspaceLb {
     this.#closed = true;
     const all = [...this.#listeners.values()];
     this.#listeners.clear();
-    await destroyAll(this.#sockets);
+    await this.#tcp.destroyAll();
     await Promise.all(all.map((l) => closeListening(l, true)));
     this.#affinity.clear();
   }
@@ -274,12 +290,11 @@ export class UserspaceLb {
       return Object.assign(entry, { relay });
     }
     let entry: Listening | undefined;
-    const server = await listenTcp({
+    const server = await this.#tcp.listen({
       host: ip,
       port,
-      sockets: this.#sockets,
       closing: () => this.#closed,
-      onSocket: (socket) => this.#onTcp(entry!, socket),
+      onConnection: (socket) => this.#onTcp(entry!, socket),
     });
     entry = { key, protocol, route, nodePort, server };
     return entry;
@@ -290,7 +305,7 @@ export class UserspaceLb {
   }
 
   /** A new TCP connection: callbacks rather than async/await, as this runs per connection. */
-  #onTcp(entry: Listening, socket: Socket): void {
+  #onTcp(entry: Listening, socket: ClientConnection): void {
     const r = entry.route;
     const client = plainAddress(socket.remoteAddress);
     if (!sourceAllowed(r.sourceRanges, client)) {
@@ -304,7 +319,7 @@ export class UserspaceLb {
   /** One attempt (of two) to reach a node; a node that does not answer is avoided on the second. */
   #connect(
     entry: Listening,
-    socket: Socket,
+    socket: ClientConnection,
     client: string,
     clientPort: number,
     avoid: string | undefined,
@@ -338,7 +353,7 @@ export class UserspaceLb {
       fromClient: t?.toBackend,
       fromTarget: t?.toClient,
     };
-    spliceTcp(socket, { host, port: entry.nodePort }, options, this.#sockets, (ok) => {
+    this.#tcp.splice(socket, { host, port: entry.nodePort }, options, (ok) => {
       if (ok) {
         if (t) t.connections++;
         this.#event("connection", r, client, b.node);

@@ -1,0 +1,4 @@
+/** The userspace LB's socket behaviour on node:net sockets (the fallback). */
+import { lbPlumbingSuite } from "./lb-plumbing-suite.ts";
+
+lbPlumbingSuite("net", 18610);
