@@ -2,11 +2,11 @@
  * Adapter: `passlb up --dataplane nftables` — the same folder of manifests, run in the
  * network-namespace lab (docs/lab.md) on the kernel data plane. The folder becomes a lab
  * topology and Service manifests (lab-rewrite.ts), written to a scratch folder; the lab
- * runner (src/lab/lab-runner.ts, called, not changed) builds the namespaces and starts the
+ * runner (src/lab/lab-runner.ts) builds the namespaces and starts the
  * echo pods, `passlb agent --dataplane nftables` per node and `passlb lb --dataplane
  * nftables`. Then this adds what the view needs: a relay from a Unix socket into the LB
  * namespace (src/lab/unix-relay.ts) for the LB's `/api/v1/state` and dashboard, and a
- * counter table per node for the pods' shares (lab-view.ts).
+ * counter table per node for the pods' shares (lab-view.ts, lab-counters.ts).
  *
  * The folder is polled: Services and config follow at once; the lab follows pods and nodes
  * added, removed, moved or serving other ports (lab-reload.ts decides, lab-follow.ts
@@ -21,8 +21,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { readManifests } from "../cluster/manifest-files.ts";
 import { manifestSignature } from "../cluster/watch-manifests.ts";
-import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
-import type { Snapshot } from "../k8s/snapshot.ts";
+import { decodeDocuments } from "../k8s/decode.ts";
 import { writeManifestFiles } from "../lab/lab-files.ts";
 import type { LabLayout } from "../lab/lab-layout.ts";
 import { labManifests } from "../lab/lab-manifests.ts";
@@ -31,6 +30,7 @@ import type { Finding, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import type { DashboardService, DashboardState } from "../web/dashboard-state.ts";
 import { CounterWindow } from "./counter-window.ts";
+import { type FolderSnapshot, readFolderSnapshot } from "./folder-snapshot.ts";
 import { LabCounters } from "./lab-counters.ts";
 import { followLabChange } from "./lab-follow.ts";
 import { labReloadLayout } from "./lab-reload.ts";
@@ -143,7 +143,7 @@ export class QuickstartLab {
     this.#clients = new Map(rw.clients);
     this.#built = true;
     this.#scratch = mkdtempSync(join(tmpdir(), "plb-up-"));
-    writeFileSync(join(this.#scratch, "services.yaml"), yamlOf(rw.manifests));
+    writeManifestFiles(this.#scratch, [["services.yaml", rw.manifests]]);
     writeFileSync(join(this.#scratch, "topology.yaml"), stringify(rw.topology));
     try {
       this.#state = await labUp(join(this.#scratch, "topology.yaml"), {
@@ -229,16 +229,10 @@ export class QuickstartLab {
     if (state) this.#lb = state as DashboardState;
   }
 
-  async #load(): Promise<{ snapshot?: Snapshot; errors: string[] }> {
-    try {
-      this.#signature = await manifestSignature([this.#o.dir]);
-      const read = await readManifests([this.#o.dir], async () => "");
-      const decoded = decodeDocuments(read.documents);
-      const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
-      return problems.length > 0 ? { errors: problems } : { snapshot: decoded.snapshot, errors: [] };
-    } catch (e) {
-      return { errors: [(e as Error).message] };
-    }
+  async #load(): Promise<FolderSnapshot> {
+    const loaded = await readFolderSnapshot(this.#o.dir);
+    this.#signature = loaded.signature;
+    return loaded;
   }
 
   async #checkFolder(force = false): Promise<void> {
@@ -319,8 +313,4 @@ export class QuickstartLab {
       ]),
     );
   }
-}
-
-function yamlOf(objs: readonly unknown[]): string {
-  return objs.map((o) => stringify(o)).join("---\n");
 }
