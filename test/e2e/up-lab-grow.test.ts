@@ -75,6 +75,8 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
   const stateDir = join(defaultStateRoot(REPO_ROOT), name);
   const dir = mkdtempSync(join(tmpdir(), "plb-upgrow-"));
   cpSync(FIXTURE, dir, { recursive: true });
+  const hostLinks = () => spawnSync("ip", ["-o", "link"], { encoding: "utf8" }).stdout.split("\n").length;
+  const linksBefore = hostLinks();
   const control = String(20460 + (process.pid % 500));
   const dashboard = String(20960 + (process.pid % 500));
   let child: ChildProcess | undefined;
@@ -183,6 +185,12 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
   assert.deepEqual(grownPids.filter(alive), [], "no process of the removed hosts remains");
   const lbRoutes = labExec(name, "lb", ["ip", "route", "show", "203.0.113.0/24"]).stdout;
   assert.doesNotMatch(lbRoutes, /203\.0\.113\.6[67]/, "the LB no longer routes the removed pods");
+  assert.doesNotMatch(labExec(name, "lb", ["ip", "-o", "link"]).stdout, /plbn1@/, "node-a2's veth is gone");
+  assert.doesNotMatch(
+    labExec(name, "node-a1", ["ip", "-o", "link"]).stdout,
+    /plbp1@/,
+    "web-2's veth is gone",
+  );
   const after = send();
   assert.equal(after.ok, 12, JSON.stringify(after));
   assert.deepEqual(Object.keys(after.byPod), ["web-1"]);
@@ -195,5 +203,6 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
   child.kill("SIGINT");
   assert.equal(await exited, 0, out.slice(-2000));
   assert.deepEqual(namespaces(prefix), [], "no namespace of the lab remains");
+  assert.equal(hostLinks(), linksBefore, "no link was left in the caller's namespace");
   t.diagnostic(`a new pod answered after ${tookPod} ms, a new node's pod after ${tookNode} ms`);
 });
