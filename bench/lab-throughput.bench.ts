@@ -25,7 +25,7 @@ import { closeSync, openSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { procSysScript } from "../src/lab/lab-layout.ts";
+import { procSysScript } from "../src/lab/lab-host-commands.ts";
 import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 

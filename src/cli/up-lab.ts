@@ -126,7 +126,7 @@ export async function runUpLab(opts: UpLabOptions, io: CliIo, env: RunEnv): Prom
       .join("")}`;
     io.stdout(tryText);
     io.stdout(
-      `edit the files in ${opts.dir}: Services, the config, pod readiness and labels, removed pods and nodes follow within seconds; new pods or nodes need a restart\n\n`,
+      `edit the files in ${opts.dir}: Services, the config, pods and nodes (added, removed, moved, readiness, labels, ports) follow within seconds\n\n`,
     );
     const tty = env.stdoutIsTTY;
     const refreshMs = (opts.refresh === undefined ? (tty ? 1 : 5) : Number(opts.refresh)) * 1000;

@@ -41,18 +41,23 @@ export async function writeLabManifests(
     );
   const generated = labManifests(layout, decoded.snapshot.services);
   mkdirSync(manifestsDir, { recursive: true });
-  const yamlOf = (objs: readonly unknown[]) => objs.map((o) => stringify(o)).join("---\n");
-  // Write to temporary names, then rename: a watcher never reads half a file.
-  const files: [string, readonly unknown[]][] = [
+  writeManifestFiles(manifestsDir, [
     ["services.yaml", keep.map((d) => d.value)],
     ["nodes.yaml", generated.nodes],
     ["pods.yaml", generated.pods],
     ["endpointslices.yaml", generated.endpointSlices],
-  ];
-  for (const [file, objs] of files) {
-    const tmp = join(manifestsDir, `.${file}.tmp`);
-    writeFileSync(tmp, yamlOf(objs));
-    renameSync(tmp, join(manifestsDir, file));
-  }
+  ]);
   return layout;
+}
+
+/**
+ * Writes manifest files into the folder the agents and the LB watch: each to a temporary
+ * name first, then renamed, so a watcher never reads half a file.
+ */
+export function writeManifestFiles(dir: string, files: readonly [string, readonly unknown[]][]): void {
+  for (const [file, objs] of files) {
+    const tmp = join(dir, `.${file}.tmp`);
+    writeFileSync(tmp, objs.map((o) => stringify(o)).join("---\n"));
+    renameSync(tmp, join(dir, file));
+  }
 }

@@ -8,12 +8,14 @@
  * idempotent, and complete after a crash. Nothing is created outside those namespaces
  * except the state directory.
  */
-import { spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultStateRoot, readTopologyFile, writeLabManifests } from "./lab-files.ts";
-import { type LabHost, type LabLayout, labPrefix, procSysScript } from "./lab-layout.ts";
+import { procSysScript } from "./lab-host-commands.ts";
+import { type LabHost, type LabLayout, labPrefix } from "./lab-layout.ts";
 import { type LabLbHost, labPeers } from "./lab-lb-hosts.ts";
+import { agentArgs, echoArgs, type LabProcess, removeNamespaces, startLabProcess } from "./lab-processes.ts";
 import { compileLabScripts } from "./lab-scripts.ts";
 import {
   alive,
@@ -21,7 +23,6 @@ import {
   hasListener,
   hasTable,
   listNamespaces,
-  namespacePids,
   readText,
   run,
   runBatched,
@@ -32,6 +33,7 @@ import {
 
 // The runner's public API stays importable from here (bench/, test/e2e/, src/cli/).
 export { defaultStateRoot, readTopologyFile, writeLabManifests } from "./lab-files.ts";
+export type { LabProcess } from "./lab-processes.ts";
 export { compileLabScripts, type LabScript } from "./lab-scripts.ts";
 
 export interface LabOptions {
@@ -47,15 +49,6 @@ export interface LabOptions {
   readonly agentArgs?: readonly string[];
   readonly lbArgs?: readonly string[];
   readonly log?: (line: string) => void;
-}
-
-export interface LabProcess {
-  readonly role: "echo" | "agent" | "lb";
-  readonly host: string;
-  readonly pid: number;
-  readonly log: string;
-  /** what runs after `ip netns exec NS node` */
-  readonly args: readonly string[];
 }
 
 export interface LabState {
@@ -96,43 +89,17 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
   const state = (): LabState => ({ name: topology.name, stateDir, manifestsDir, layout, processes });
   const save = () => writeFileSync(join(stateDir, "state.json"), `${JSON.stringify(state(), null, 2)}\n`);
   const start = (role: LabProcess["role"], host: LabHost, args: readonly string[]) => {
-    const logPath = join(stateDir, "logs", `${host.name}.${role}.log`);
-    const fd = openSync(logPath, "a");
-    const child = spawn("ip", ["netns", "exec", host.ns, process.execPath, ...args], {
-      cwd: options.repoRoot,
-      detached: true,
-      stdio: ["ignore", fd, fd],
-    });
-    closeSync(fd);
-    child.unref();
-    if (child.pid === undefined) throw new Error(`could not start ${role} in ${host.ns}`);
-    processes.push({ role, host: host.name, pid: child.pid, log: logPath, args });
+    const p = startLabProcess(stateDir, options.repoRoot, role, host, args);
+    processes.push(p);
     save();
-    return logPath;
+    return p.log;
   };
   const echo = await compileLabScripts(options.repoRoot, stateDir);
-  const echoLogs = layout.pods.map((p) => {
-    const tcp = p.spec.ports.filter((x) => x.protocol === "TCP").map((x) => x.port);
-    const udp = p.spec.ports.filter((x) => x.protocol === "UDP").map((x) => x.port);
-    return start("echo", p, [
-      ...echo.command("echo-server"),
-      `--name=${p.name}`,
-      `--node=${p.node}`,
-      `--tcp=${tcp.join(",")}`,
-      `--udp=${udp.join(",")}`,
-    ]);
-  });
+  const echoLogs = layout.pods.map((p) => start("echo", p, echoArgs(echo.command("echo-server"), p)));
   await waitFor("echo servers", () => echoLogs.every((l) => readText(l).includes(": ready,")), processes);
   log(`${layout.pods.length} echo servers ready`);
   if (options.agents ?? true) {
-    for (const n of layout.nodes)
-      start("agent", n, [
-        "bin/passlb.js",
-        "agent",
-        `--node=${n.name}`,
-        `--manifests=${manifestsDir}`,
-        ...(options.agentArgs ?? []),
-      ]);
+    for (const n of layout.nodes) start("agent", n, agentArgs(n, manifestsDir, options.agentArgs ?? []));
     await waitFor(
       "agents",
       () => layout.nodes.every((n) => hasTable(n.ns, "inet passlb-agent") || hasListener(n.ns, 10256)),
@@ -181,15 +148,7 @@ export async function labRestart(
   if (alive(old.pid)) signal(old.pid, "SIGKILL");
   if (options.stopOnly) return old;
   const ns = `${state.layout.prefix}${host}`;
-  const fd = openSync(old.log, "a");
-  const child = spawn("ip", ["netns", "exec", ns, process.execPath, ...old.args], {
-    cwd: options.repoRoot,
-    detached: true,
-    stdio: ["ignore", fd, fd],
-  });
-  closeSync(fd);
-  child.unref();
-  if (child.pid === undefined) throw new Error(`could not restart ${role} in ${host}`);
+  const child = startLabProcess(state.stateDir, options.repoRoot, role, { name: host, ns }, old.args);
   const next: LabProcess = { ...old, pid: child.pid };
   (state.processes as LabProcess[])[index] = next;
   writeFileSync(join(state.stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
@@ -204,18 +163,12 @@ export interface DownReport {
 export async function labDown(name: string, options: LabOptions): Promise<DownReport> {
   const prefix = labPrefix(name);
   const namespaces = listNamespaces().filter((n) => n.startsWith(prefix));
-  const pids = new Set<number>();
-  for (const ns of namespaces) for (const pid of namespacePids(ns)) pids.add(pid);
-  for (const pid of pids) signal(pid, "SIGTERM");
-  const deadline = Date.now() + 3000;
-  while ([...pids].some(alive) && Date.now() < deadline) await sleep(50);
-  for (const pid of pids) if (alive(pid)) signal(pid, "SIGKILL");
-  for (const ns of namespaces) run(["ip", "netns", "del", ns], true);
+  const stopped = await removeNamespaces(namespaces);
   rmSync(join(options.stateRoot ?? defaultStateRoot(options.repoRoot), name), {
     recursive: true,
     force: true,
   });
-  return { namespaces, stopped: pids.size };
+  return { namespaces, stopped };
 }
 
 export interface StatusReport {

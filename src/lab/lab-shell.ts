@@ -24,8 +24,11 @@ export function run(argv: readonly string[], tolerate = false): void {
     throw new Error(`lab: ${argv.join(" ")} failed: ${(r.stderr || r.error?.message || "").trim()}`);
 }
 
-/** Runs consecutive `ip -n NS …` commands for one namespace as one `ip -batch`. */
-export function runBatched(commands: readonly (readonly string[])[]): void {
+/**
+ * Runs consecutive `ip -n NS …` commands for one namespace as one `ip -batch`; `tolerate`:
+ * failures (something already gone) do not stop the rest.
+ */
+export function runBatched(commands: readonly (readonly string[])[], tolerate = false): void {
   let i = 0;
   while (i < commands.length) {
     const first = commands[i]!;
@@ -39,14 +42,15 @@ export function runBatched(commands: readonly (readonly string[])[]): void {
         commands[j]![2] === ns
       )
         j++;
-    if (j - i === 1) run(first);
+    if (j - i === 1) run(first, tolerate);
     else {
       const lines = commands.slice(i, j).map((c) => c.slice(3).join(" "));
-      const r = spawnSync("ip", ["-n", ns!, "-batch", "-"], {
+      const r = spawnSync("ip", ["-n", ns!, ...(tolerate ? ["-force"] : []), "-batch", "-"], {
         input: `${lines.join("\n")}\n`,
         encoding: "utf8",
       });
-      if (r.status !== 0) throw new Error(`lab: ip -n ${ns} -batch failed: ${(r.stderr || "").trim()}`);
+      if (r.status !== 0 && !tolerate)
+        throw new Error(`lab: ip -n ${ns} -batch failed: ${(r.stderr || "").trim()}`);
     }
     i = j;
   }

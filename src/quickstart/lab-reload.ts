@@ -1,23 +1,40 @@
 /**
- * A live reload in lab mode: what of a changed folder a running lab can show without being
- * rebuilt. The lab's hosts and addresses are fixed when it starts (lab-layout.ts assigns
- * them by position), so from the running layout and the newly derived topology
- * (lab-rewrite.ts) this keeps every running node and pod that is still in the folder,
- * with the pod's new labels, readiness and termination and the node's exclusion label;
- * nodes and pods that left are dropped (their Node, Pod and endpoints disappear from the
- * manifests; their namespaces and echo servers stay, unused). Nodes and pods that are new,
- * moved to another node or zone, or serve other ports cannot be shown without a rebuild:
- * each is a `lab_restart_needed` note. Services and the PasslbConfig always follow.
- * Pure: layouts and topology in, a layout for lab-manifests.ts and notes out.
+ * A live reload in lab mode: how a running lab follows a changed folder. From the running
+ * layout and the newly derived topology (lab-rewrite.ts) it decides the lab change
+ * (src/lab/lab-change.ts) and the layout the lab's manifests are generated from:
+ *
+ *   in the folder and running, same node (and zone)   kept: labels, readiness, termination
+ *                                                     and the exclusion label follow; other
+ *                                                     ports restart its echo server
+ *   new                                               built: zone, client, node, pod
+ *   gone                                              torn down (processes, namespace, routes)
+ *   pod on another node, node in another zone         torn down and built again
+ *
+ * Addresses never move while a host runs (docs/lab.md "Addressing"): a new pod takes the
+ * lowest pod slot no running pod holds, a new node the lowest node number of its zone no
+ * running node holds, new veths the lowest free `plbp<j>` on their node and `plbn<i>` on
+ * the LB, a new zone the next zone number. Only when every slot is held does a host that is
+ * being removed give its slot up: it is then torn down first (so is one whose namespace
+ * name a new host takes). The folder's limits (lab-rewrite.ts) keep a slot always at hand.
+ * Pure: layouts and topology in, a change out.
  */
-import type { LabLayout, LabNode, LabPod } from "../lab/lab-layout.ts";
+import type { LabChange } from "../lab/lab-change.ts";
+import {
+  type LabHost,
+  type LabLayout,
+  type LabNode,
+  type LabPod,
+  type LabZone,
+  labZone,
+  MAX_NODES_PER_ZONE,
+  MAX_POD_SLOTS,
+  nodeAddress,
+  podAddress,
+  podSlot,
+} from "../lab/lab-layout.ts";
 import type { Topology, TopologyPod } from "../lab/topology.ts";
-import type { Finding } from "../plan/load-balancer-plan.ts";
 
-export interface LabReload {
-  readonly layout: LabLayout;
-  readonly notes: readonly Finding[];
-}
+export type LabReload = LabChange;
 
 const portsKey = (ports: TopologyPod["ports"]) =>
   ports
@@ -25,54 +42,164 @@ const portsKey = (ports: TopologyPod["ports"]) =>
     .sort()
     .join(",");
 
+/** lowest index from 0 not in `used` */
+const lowestFree = (used: ReadonlySet<number>, limit = Number.POSITIVE_INFINITY): number | undefined => {
+  for (let i = 0; i < limit; i++) if (!used.has(i)) return i;
+  return undefined;
+};
+
+const vethIndex = (veth: string) => Number(/\d+$/.exec(veth)?.[0] ?? -1);
+
 export function labReloadLayout(running: LabLayout, next: Topology): LabReload {
-  const notes: Finding[] = [];
-  const restart = (subject: string, message: string) =>
-    notes.push({
-      code: "lab_restart_needed",
-      severity: "warning",
-      subject,
-      message: `${message}; restart passlb up to rebuild the lab`,
+  const ns = (host: string) => `${running.prefix}${host}`;
+  // zones: running ones keep their numbers; new ones take the next
+  const zones: LabZone[] = [...running.zones];
+  const addZones: LabZone[] = [];
+  const addClients: LabHost[] = [];
+  const clients: LabHost[] = [...running.clients];
+  for (const z of next.zones) {
+    if (zones.some((x) => x.name === z.name)) continue;
+    const zone = labZone(z.name, zones.length);
+    zones.push(zone);
+    addZones.push(zone);
+    z.clients.forEach((c, i) => {
+      const client: LabHost = {
+        name: c,
+        role: "client",
+        ns: ns(c),
+        zone: z.name,
+        ipv4: `192.0.2.${64 * (zones.length - 1) + 10 + i}`,
+        ipv6: `fd00:192:0:${zones.length}::${10 + i}`,
+      };
+      clients.push(client);
+      addClients.push(client);
     });
-  const nextNodes = new Map<string, { zone: string; excluded: boolean }>();
-  const nextPods = new Map<string, { node: string; pod: TopologyPod }>();
+  }
+  const zoneIndex = (name: string) => zones.findIndex((z) => z.name === name);
+
+  const want = new Map<string, { zone: string; excluded: boolean; pods: readonly TopologyPod[] }>();
   for (const z of next.zones)
-    for (const n of z.nodes) {
-      nextNodes.set(n.name, { zone: z.name, excluded: n.excludeFromLoadBalancers });
-      for (const p of n.pods)
-        nextPods.set(`${p.namespace ?? next.namespace}/${p.name}`, { node: n.name, pod: p });
-    }
-  const runningPods = new Map(running.pods.map((p) => [`${p.namespace}/${p.name}`, p]));
-  const nodes: LabNode[] = [];
+    for (const n of z.nodes)
+      want.set(n.name, { zone: z.name, excluded: n.excludeFromLoadBalancers, pods: n.pods });
+  const podKey = (p: { namespace?: string | undefined; name: string }) =>
+    `${p.namespace ?? next.namespace}/${p.name}`;
+
+  // what stays, what goes
+  const keptNodes = running.nodes.filter((n) => want.get(n.name)?.zone === n.zone);
+  const kept = new Set(keptNodes.map((n) => n.name));
+  const removeNodes = running.nodes.filter((n) => !kept.has(n.name));
+  const wantPodNode = new Map<string, string>();
+  for (const [node, w] of want) for (const p of w.pods) wantPodNode.set(podKey(p), node);
+  const keptPod = (p: LabPod) => kept.has(p.node) && wantPodNode.get(podKey(p)) === p.node;
+  const removePods = running.pods.filter((p) => !keptPod(p));
+  const runningPodKeys = new Set(running.pods.filter(keptPod).map(podKey));
+
+  // slots: free ones first; a removed host's only when none is left (it then goes first)
+  const removeFirst = new Set<string>();
+  const podSlots = new Set(running.pods.map((p) => podSlot(p.ipv4)));
+  const takePodSlot = (): number => {
+    const free = lowestFree(podSlots, MAX_POD_SLOTS);
+    const freed = removePods.find((p) => !removeFirst.has(p.ns));
+    const slot = free ?? (freed ? podSlot(freed.ipv4) : undefined);
+    if (slot === undefined) throw new Error(`the lab has room for ${MAX_POD_SLOTS} pods`);
+    if (free === undefined && freed) removeFirst.add(freed.ns);
+    podSlots.add(slot);
+    return slot;
+  };
+  const nodeSlots = new Map<string, Set<number>>();
+  const slotOfNode = (n: LabNode) => Number(n.ipv4.split(".")[3]) - 10 * (zoneIndex(n.zone!) + 1) - 1;
   for (const n of running.nodes) {
-    const want = nextNodes.get(n.name);
-    if (!want) continue;
-    if (want.zone !== n.zone) restart(`Node ${n.name}`, `moved from zone ${n.zone} to ${want.zone}`);
+    const set = nodeSlots.get(n.zone!) ?? new Set<number>();
+    set.add(slotOfNode(n));
+    nodeSlots.set(n.zone!, set);
+  }
+  const takeNodeSlot = (zone: string): number => {
+    const used = nodeSlots.get(zone) ?? new Set<number>();
+    nodeSlots.set(zone, used);
+    const free = lowestFree(used, MAX_NODES_PER_ZONE);
+    const freed = removeNodes.find((n) => n.zone === zone && !removeFirst.has(n.ns));
+    const slot = free ?? (freed ? slotOfNode(freed) : undefined);
+    if (slot === undefined) throw new Error(`zone ${zone}: the lab has room for ${MAX_NODES_PER_ZONE} nodes`);
+    if (free === undefined && freed) removeFirst.add(freed.ns);
+    used.add(slot);
+    return slot;
+  };
+  const nodeVeths = new Set(running.nodes.map((n) => vethIndex(n.veth)));
+
+  const addNodes: LabNode[] = [];
+  const addPods: LabPod[] = [];
+  const restart: LabPod[] = [];
+  const buildPods = (node: string, zone: string, podVeths: Set<number>, pods: readonly TopologyPod[]) => {
+    const out: LabPod[] = [];
+    for (const p of pods) {
+      if (runningPodKeys.has(podKey(p))) continue;
+      const j = lowestFree(podVeths)!;
+      podVeths.add(j);
+      const pod: LabPod = {
+        name: p.name,
+        role: "pod",
+        ns: ns(p.name),
+        zone,
+        ...podAddress(takePodSlot()),
+        node,
+        namespace: p.namespace ?? next.namespace,
+        spec: p,
+        veth: `plbp${j}`,
+      };
+      out.push(pod);
+      addPods.push(pod);
+    }
+    return out;
+  };
+
+  const nodes: LabNode[] = [];
+  for (const n of keptNodes) {
+    const w = want.get(n.name)!;
+    const specs = new Map(w.pods.map((p) => [podKey(p), p]));
     const pods: LabPod[] = [];
     for (const p of n.pods) {
-      const key = `${p.namespace}/${p.name}`;
-      const w = nextPods.get(key);
-      if (!w) continue;
-      if (w.node !== n.name) {
-        restart(`Pod ${key}`, `moved from ${n.name} to ${w.node}`);
-        continue;
-      }
-      if (portsKey(w.pod.ports) !== portsKey(p.spec.ports))
-        restart(
-          `Pod ${key}`,
-          `now serves ${portsKey(w.pod.ports)}; its echo server serves ${portsKey(p.spec.ports)}`,
-        );
-      pods.push({
-        ...p,
-        spec: { ...p.spec, labels: w.pod.labels, ready: w.pod.ready, terminating: w.pod.terminating },
-      });
+      const spec = specs.get(podKey(p));
+      if (!spec || !keptPod(p)) continue;
+      const pod: LabPod = { ...p, spec: { ...p.spec, ...spec } };
+      if (portsKey(spec.ports) !== portsKey(p.spec.ports)) restart.push(pod);
+      pods.push(pod);
     }
-    nodes.push({ ...n, excludeFromLoadBalancers: want.excluded, pods });
+    // veths of every running pod of the node stay taken in this change
+    const podVeths = new Set(running.pods.filter((p) => p.node === n.name).map((p) => vethIndex(p.veth)));
+    pods.push(...buildPods(n.name, n.zone!, podVeths, w.pods));
+    nodes.push({ ...n, excludeFromLoadBalancers: w.excluded, pods });
   }
-  const runningNodes = new Set(running.nodes.map((n) => n.name));
-  for (const name of nextNodes.keys()) if (!runningNodes.has(name)) restart(`Node ${name}`, "is new");
-  for (const [key, w] of nextPods)
-    if (!runningPods.has(key))
-      restart(`Pod ${key}`, `is new (on ${w.node}): the lab has no namespace for it`);
-  return { layout: { ...running, nodes, pods: nodes.flatMap((n) => n.pods) }, notes };
+  for (const [name, w] of want) {
+    if (kept.has(name)) continue;
+    const i = lowestFree(nodeVeths)!;
+    nodeVeths.add(i);
+    const zi = zoneIndex(w.zone);
+    const node: LabNode = {
+      name,
+      role: "node",
+      ns: ns(name),
+      zone: w.zone,
+      ...nodeAddress(zi, takeNodeSlot(w.zone)),
+      excludeFromLoadBalancers: w.excluded,
+      pods: [],
+      veth: `plbn${i}`,
+    };
+    const withPods: LabNode = { ...node, pods: buildPods(name, w.zone, new Set(), w.pods) };
+    nodes.push(withPods);
+    addNodes.push(withPods);
+  }
+  // a removed host whose namespace name a new host takes goes first
+  const newNs = new Set([...addNodes, ...addPods, ...addClients].map((h) => h.ns));
+  for (const h of [...removeNodes, ...removePods]) if (newNs.has(h.ns)) removeFirst.add(h.ns);
+  // a node that goes first takes its pods along
+  for (const p of removePods)
+    if (removeNodes.some((n) => n.name === p.node && removeFirst.has(n.ns))) removeFirst.add(p.ns);
+
+  return {
+    layout: { ...running, zones, clients, nodes, pods: nodes.flatMap((n) => n.pods) },
+    add: { zones: addZones, clients: addClients, nodes: addNodes, pods: addPods },
+    remove: { nodes: removeNodes, pods: removePods },
+    removeFirst: [...removeFirst],
+    restart,
+  };
 }

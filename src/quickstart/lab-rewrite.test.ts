@@ -15,7 +15,6 @@ import { labManifests } from "../lab/lab-manifests.ts";
 import { parseTopology, TopologySchema } from "../lab/topology.ts";
 import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
 import { planSnapshot } from "../plan/planner.ts";
-import { labReloadLayout } from "./lab-reload.ts";
 import { LAB_POOL_V4, LAB_POOL_V6, labRewrite } from "./lab-rewrite.ts";
 
 async function load(dir: string): Promise<Snapshot> {
@@ -138,46 +137,4 @@ test("a folder for another network: only lab addresses remain, each change is a 
 test("what the lab cannot hold is an error, not half a lab", async () => {
   const rw = labRewrite(await load("test/fixtures/up-lab/too-many-zones"), { name: "up" });
   assert.deepEqual(rw.errors, ["the lab has room for 4 zones, not 5"]);
-});
-
-test("a reload keeps the running hosts, follows labels and readiness, reports what needs a rebuild", async () => {
-  const snapshot = await load("examples/quickstart");
-  const running = labLayout(labRewrite(snapshot, { name: "up" }).topology);
-  const pods = snapshot.pods
-    .filter((p) => p.metadata.name !== "web-1")
-    .map((p) =>
-      p.metadata.name === "web-7"
-        ? { ...p, status: { ...p.status, conditions: [{ type: "Ready", status: "True" }] } }
-        : p.metadata.name === "echo-1"
-          ? { ...p, spec: { ...p.spec, nodeName: "node-b2" } }
-          : p,
-    );
-  const extra = { ...snapshot.pods[0]!, metadata: { ...snapshot.pods[0]!.metadata, name: "web-9" } };
-  const next = labRewrite(
-    {
-      ...snapshot,
-      pods: [...pods, extra],
-      nodes: snapshot.nodes.filter((n) => n.metadata.name !== "node-c2"),
-    },
-    { name: "up", zones: running.zones.map((z) => z.name) },
-  );
-  const { layout, notes } = labReloadLayout(running, next.topology);
-  assert.deepEqual(
-    notes.map((n) => `${n.code} ${n.subject}`),
-    ["lab_restart_needed Pod demo/echo-1", "lab_restart_needed Pod demo/web-9"],
-  );
-  assert.ok(notes.some((n) => n.subject === "Pod demo/web-9" && /is new/.test(n.message)));
-  assert.ok(
-    notes.some((n) => n.subject === "Pod demo/echo-1" && /moved from node-a2 to node-b2/.test(n.message)),
-  );
-  const names = layout.pods.map((p) => p.name);
-  assert.ok(!names.includes("web-1") && !names.includes("echo-1") && !names.includes("dns-2"));
-  assert.equal(layout.pods.find((p) => p.name === "web-7")?.spec.ready, true);
-  assert.deepEqual(
-    layout.nodes.map((n) => n.name),
-    running.nodes.map((n) => n.name).filter((n) => n !== "node-c2"),
-  );
-  // hosts keep their addresses
-  const before = new Map(running.pods.map((p) => [p.name, p.ipv4]));
-  for (const p of layout.pods) assert.equal(p.ipv4, before.get(p.name));
 });

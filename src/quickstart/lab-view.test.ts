@@ -30,17 +30,28 @@ test("a counter per pod port, matched on the pod's veth (plbp<j>) after the DNAT
   assert.deepEqual(
     a1.counters.map((c) => `${c.name} ${c.pod}`),
     [
-      "c_0_tcp_8080 demo/web-1",
-      "c_1_tcp_8080 demo/web-2",
-      "c_2_tcp_8080 demo/web-3",
-      "c_3_udp_5353 demo/dns-1",
+      "c_web-1_tcp_8080 demo/web-1",
+      "c_web-2_tcp_8080 demo/web-2",
+      "c_web-3_tcp_8080 demo/web-3",
+      "c_dns-1_udp_5353 demo/dns-1",
     ],
   );
   assert.match(
     a1.script,
-    /oifname "plbp3" meta l4proto udp th dport 5353 ct state new counter name "c_3_udp_5353"/,
+    /oifname "plbp3" meta l4proto udp th dport 5353 ct state new counter name "c_dns-1_udp_5353"/,
   );
   assert.match(a1.script, /^table inet plbview \{/);
+  assert.doesNotMatch(a1.script, /delete counter/);
+  // run again on a changed node: the rules are replaced, a counter no pod needs is deleted
+  const fewer = {
+    ...layout,
+    nodes: layout.nodes.map((n) => (n.name === "node-a1" ? { ...n, pods: n.pods.slice(1) } : n)),
+  };
+  const again = podCounterScript(fewer, new Map([["node-a1", a1.counters]])).get("node-a1")!;
+  assert.match(again.script, /flush chain inet plbview forward\n/);
+  assert.match(again.script, /\ndelete counter inet plbview c_web-1_tcp_8080\n/);
+  assert.ok(again.script.indexOf("flush chain") < again.script.indexOf("delete counter"));
+  assert.match(again.script, /counter c_web-2_tcp_8080 \{ \}/, "kept counters are declared again");
   const parsed = parseCounters(readFileSync("test/fixtures/up-lab/counters.json", "utf8"));
   assert.deepEqual(
     [...parsed],

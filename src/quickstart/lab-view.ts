@@ -7,7 +7,7 @@
  *   node `?` (unknown).
  * - Share per pod: the kernel counts new connections (conntrack state new) leaving each
  *   node towards each of its pods' veths, per pod port, in a small table of its own in the
- *   node's namespace (`inet plbview`, `podCounterScript`); the LB in nftables mode does not
+ *   node's namespace (`inet plbview`, `podCounterScript`, rerun when the lab changes); the LB in nftables mode does not
  *   see pods, and the echo servers keep no counts. A port maps to a Service through the
  *   lab's EndpointSlices (`serviceTargets`); recent counts are differences over a window
  *   (counter-window.ts).
@@ -20,7 +20,10 @@ import type { LiveService, LiveState } from "./live-view.ts";
 
 export const VIEW_TABLE = "plbview";
 
-/** One counter: `c_<veth index>_<tcp|udp>_<port>` in node `node`, for `pod`. */
+/**
+ * One counter: `c_<pod>_<tcp|udp>_<port>` in node `node`, for `pod` (lab host names are
+ * unique, so a counter never passes from one pod to another).
+ */
 export interface PodCounter {
   readonly node: string;
   readonly name: string;
@@ -30,15 +33,23 @@ export interface PodCounter {
   readonly port: number;
 }
 
-/** Per node, the nft script of its counter table and the counters in it. */
-export function podCounterScript(layout: LabLayout): Map<string, { script: string; counters: PodCounter[] }> {
+/**
+ * Per node, the nft script of its counter table and the counters in it. The script can run
+ * again on a changed layout: counters that stay keep their values (declaring an existing
+ * counter leaves it alone), the rules are replaced, and the counters of `previous` (node →
+ * what the last script installed) that are no longer wanted are deleted.
+ */
+export function podCounterScript(
+  layout: LabLayout,
+  previous: ReadonlyMap<string, readonly PodCounter[]> = new Map(),
+): Map<string, { script: string; counters: PodCounter[] }> {
   const out = new Map<string, { script: string; counters: PodCounter[] }>();
   for (const n of layout.nodes) {
     const counters: PodCounter[] = [];
     const rules: string[] = [];
-    n.pods.forEach((p, j) => {
+    for (const p of n.pods)
       for (const port of p.spec.ports) {
-        const name = `c_${j}_${port.protocol.toLowerCase()}_${port.port}`;
+        const name = `c_${p.name}_${port.protocol.toLowerCase()}_${port.port}`;
         counters.push({
           node: n.name,
           name,
@@ -46,20 +57,22 @@ export function podCounterScript(layout: LabLayout): Map<string, { script: strin
           protocol: port.protocol,
           port: port.port,
         });
-        // lab-layout.ts names the node side of pod j's veth plbp<j>
         rules.push(
-          `    oifname "plbp${j}" meta l4proto ${port.protocol.toLowerCase()} th dport ${port.port} ct state new counter name "${name}"`,
+          `add rule inet ${VIEW_TABLE} forward oifname "${p.veth}" meta l4proto ${port.protocol.toLowerCase()} th dport ${port.port} ct state new counter name "${name}"`,
         );
       }
-    });
+    const wanted = new Set(counters.map((c) => c.name));
+    const stale = (previous.get(n.name) ?? []).filter((c) => !wanted.has(c.name));
     const script = [
       `table inet ${VIEW_TABLE} {`,
       ...counters.map((c) => `  counter ${c.name} { }`),
       "  chain forward {",
       "    type filter hook forward priority 10; policy accept;",
-      ...rules,
       "  }",
       "}",
+      `flush chain inet ${VIEW_TABLE} forward`,
+      ...rules,
+      ...stale.map((c) => `delete counter inet ${VIEW_TABLE} ${c.name}`),
       "",
     ].join("\n");
     out.set(n.name, { script, counters });

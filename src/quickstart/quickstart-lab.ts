@@ -2,27 +2,27 @@
  * Adapter: `passlb up --dataplane nftables` — the same folder of manifests, run in the
  * network-namespace lab (docs/lab.md) on the kernel data plane. The folder becomes a lab
  * topology and Service manifests (lab-rewrite.ts), written to a scratch folder; the lab
- * runner (src/lab/lab-runner.ts, called, not changed) builds the namespaces and starts the
+ * runner (src/lab/lab-runner.ts) builds the namespaces and starts the
  * echo pods, `passlb agent --dataplane nftables` per node and `passlb lb --dataplane
  * nftables`. Then this adds what the view needs: a relay from a Unix socket into the LB
  * namespace (src/lab/unix-relay.ts) for the LB's `/api/v1/state` and dashboard, and a
- * counter table per node for the pods' shares (lab-view.ts).
+ * counter table per node for the pods' shares (lab-view.ts, lab-counters.ts).
  *
- * The folder is polled: Services and config follow at once; pods and nodes that left, and
- * changed labels and readiness, follow through the lab's manifests (lab-reload.ts); new
- * pods and nodes are reported, not built. `close()` removes the whole lab (namespaces,
+ * The folder is polled: Services and config follow at once; the lab follows pods and nodes
+ * added, removed, moved or serving other ports (lab-reload.ts decides, lab-follow.ts
+ * builds and tears down), and changed labels and readiness through its manifests; the
+ * counter tables follow the pods. `close()` removes the whole lab (namespaces,
  * links, processes: labDown) and the scratch folder, also after a failed start.
  * Deliberately not here: the terminal, signals, the control port (up-command.ts, up-lab.ts).
  */
-import { execFile, spawnSync } from "node:child_process";
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { readManifests } from "../cluster/manifest-files.ts";
 import { manifestSignature } from "../cluster/watch-manifests.ts";
-import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
-import type { Snapshot } from "../k8s/snapshot.ts";
+import { decodeDocuments } from "../k8s/decode.ts";
+import { writeManifestFiles } from "../lab/lab-files.ts";
 import type { LabLayout } from "../lab/lab-layout.ts";
 import { labManifests } from "../lab/lab-manifests.ts";
 import { defaultStateRoot, type LabState, labDown, labStatus, labUp } from "../lab/lab-runner.ts";
@@ -30,16 +30,12 @@ import type { Finding, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import type { DashboardService, DashboardState } from "../web/dashboard-state.ts";
 import { CounterWindow } from "./counter-window.ts";
+import { type FolderSnapshot, readFolderSnapshot } from "./folder-snapshot.ts";
+import { LabCounters } from "./lab-counters.ts";
+import { followLabChange } from "./lab-follow.ts";
 import { labReloadLayout } from "./lab-reload.ts";
 import { labRewrite } from "./lab-rewrite.ts";
-import {
-  labLiveState,
-  type PodCounter,
-  parseCounters,
-  podCounterScript,
-  serviceTargets,
-  VIEW_TABLE,
-} from "./lab-view.ts";
+import { labLiveState, serviceTargets } from "./lab-view.ts";
 import { getJsonOverSocket, startLbRelay } from "./lb-dashboard-relay.ts";
 import type { LiveState } from "./live-view.ts";
 
@@ -55,8 +51,17 @@ export interface QuickstartLabOptions {
   readonly pollMs?: number;
   readonly sampleMs?: number;
   readonly windowMs?: number;
+  /** how long removed pods and nodes keep running after the manifests drop them */
+  readonly drainMs?: number;
   readonly log: (line: string) => void;
 }
+
+// [::]: /healthz answers on both families (the LB probes dual-stack nodes on each).
+// --sync-period 2: the agents also re-read the lab's folder every 2 s (unchanged rules are
+// not rewritten): their folder watch can miss a file replaced by rename (Node 20's
+// recursive fs.watch on Linux watches each file's inode), and a live reload must not wait
+// for the default 30 s re-read.
+const AGENT_ARGS = ["--dataplane=nftables", "--healthz-bind-address=[::]:10256", "--sync-period=2"];
 
 export interface QuickstartLabStart {
   readonly ok: boolean;
@@ -76,7 +81,7 @@ export class QuickstartLab {
   #plans: readonly LoadBalancerPlan[] = [];
   #targets = new Map<string, Set<string>>();
   #podNodes = new Map<string, string>();
-  #counters = new Map<string, PodCounter[]>();
+  readonly #counters = new LabCounters();
   #lb: DashboardState | undefined;
   #clients = new Map<string, string>();
   #signature = "";
@@ -138,14 +143,13 @@ export class QuickstartLab {
     this.#clients = new Map(rw.clients);
     this.#built = true;
     this.#scratch = mkdtempSync(join(tmpdir(), "plb-up-"));
-    writeFileSync(join(this.#scratch, "services.yaml"), yamlOf(rw.manifests));
+    writeManifestFiles(this.#scratch, [["services.yaml", rw.manifests]]);
     writeFileSync(join(this.#scratch, "topology.yaml"), stringify(rw.topology));
     try {
       this.#state = await labUp(join(this.#scratch, "topology.yaml"), {
         repoRoot: this.#o.repoRoot,
         stateRoot: this.stateRoot,
-        // [::]: /healthz answers on both families (the LB probes dual-stack nodes on each)
-        agentArgs: ["--dataplane=nftables", "--healthz-bind-address=[::]:10256"],
+        agentArgs: AGENT_ARGS,
         lbArgs: ["--dataplane=nftables", `--dashboard-address=127.0.0.1:${this.#o.lbDashboardPort ?? 9797}`],
         log: (l) => this.#o.log(`lab: ${l}`),
       });
@@ -156,7 +160,7 @@ export class QuickstartLab {
         repoRoot: this.#o.repoRoot,
         logPath: join(this.#state.stateDir, "logs", "lb.relay.log"),
       });
-      this.#installCounters(this.#state.layout);
+      this.#counters.install(this.#state.layout);
       await this.#readLabFolder(this.#state.manifestsDir);
     } catch (e) {
       return { ok: false, notes: rw.notes, errors: [(e as Error).message] };
@@ -209,20 +213,6 @@ export class QuickstartLab {
     if (this.#events.length > MAX_EVENTS) this.#events.shift();
   }
 
-  #installCounters(layout: LabLayout): void {
-    this.#counters.clear();
-    for (const n of layout.nodes) {
-      const plan = podCounterScript(layout).get(n.name);
-      if (!plan) continue;
-      const r = spawnSync("ip", ["netns", "exec", n.ns, "nft", "-f", "-"], {
-        input: plan.script,
-        encoding: "utf8",
-      });
-      if (r.status !== 0) throw new Error(`counters in ${n.ns}: ${(r.stderr || "").trim()}`);
-      this.#counters.set(n.ns, plan.counters);
-    }
-  }
-
   async #sample(): Promise<void> {
     if (this.#closed || !this.#state || this.#sampling) return;
     this.#sampling = true;
@@ -234,41 +224,15 @@ export class QuickstartLab {
   }
 
   async #sampleNow(): Promise<void> {
-    const values = new Map<string, number>();
-    await Promise.all(
-      [...this.#counters].map(async ([ns, counters]) => {
-        const json = await run([
-          "ip",
-          "netns",
-          "exec",
-          ns,
-          "nft",
-          "-j",
-          "list",
-          "counters",
-          "table",
-          "inet",
-          VIEW_TABLE,
-        ]);
-        const parsed = parseCounters(json);
-        for (const c of counters) values.set(`${c.pod}|${c.protocol}|${c.port}`, parsed.get(c.name) ?? 0);
-      }),
-    );
-    this.#window.record(Date.now(), values);
+    this.#window.record(Date.now(), await this.#counters.sample());
     const state = await getJsonOverSocket(this.lbSocket!, "/api/v1/state");
     if (state) this.#lb = state as DashboardState;
   }
 
-  async #load(): Promise<{ snapshot?: Snapshot; errors: string[] }> {
-    try {
-      this.#signature = await manifestSignature([this.#o.dir]);
-      const read = await readManifests([this.#o.dir], async () => "");
-      const decoded = decodeDocuments(read.documents);
-      const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
-      return problems.length > 0 ? { errors: problems } : { snapshot: decoded.snapshot, errors: [] };
-    } catch (e) {
-      return { errors: [(e as Error).message] };
-    }
+  async #load(): Promise<FolderSnapshot> {
+    const loaded = await readFolderSnapshot(this.#o.dir);
+    this.#signature = loaded.signature;
+    return loaded;
   }
 
   async #checkFolder(force = false): Promise<void> {
@@ -294,24 +258,42 @@ export class QuickstartLab {
       );
       return;
     }
-    const { layout, notes } = labReloadLayout(state.layout, rw.topology);
-    const generated = labManifests(layout, rw.services);
+    const change = labReloadLayout(state.layout, rw.topology);
     const dir = state.manifestsDir;
-    const files: [string, readonly object[]][] = [
-      ["services.yaml", rw.manifests],
-      ["nodes.yaml", generated.nodes],
-      ["pods.yaml", generated.pods],
-      ["endpointslices.yaml", generated.endpointSlices],
-    ];
-    // temporary names, then rename: the agents and the LB never read half a file
-    for (const [file, objs] of files) {
-      const tmp = join(dir, `.${file}.tmp`);
-      writeFileSync(tmp, yamlOf(objs));
-      renameSync(tmp, join(dir, file));
+    const publish = async (layout: LabLayout) => {
+      const generated = labManifests(layout, rw.services);
+      writeManifestFiles(dir, [
+        ["services.yaml", rw.manifests],
+        ["nodes.yaml", generated.nodes],
+        ["pods.yaml", generated.pods],
+        ["endpointslices.yaml", generated.endpointSlices],
+      ]);
+      await this.#readLabFolder(dir);
+      this.#counters.install(layout);
+      this.#clients = new Map(rw.clients);
+      this.#event(`reloaded ${this.#o.dir}`);
+    };
+    try {
+      await followLabChange(state, change, {
+        repoRoot: this.#o.repoRoot,
+        agentArgs: AGENT_ARGS,
+        drainMs: this.#o.drainMs ?? 2000,
+        publish,
+        onState: (s) => {
+          this.#state = s;
+        },
+        event: (text) => {
+          this.#event(text);
+          this.#o.log(`reload: ${text}`);
+        },
+      });
+    } catch (e) {
+      const text = `the lab could not follow the folder (${(e as Error).message}); it runs what it ran before; save the folder again to retry`;
+      this.#event(text);
+      this.#o.log(`reload: ${text}`);
+      return;
     }
-    await this.#readLabFolder(dir);
-    this.#event(`reloaded ${this.#o.dir}`);
-    for (const n of [...rw.notes, ...notes])
+    for (const n of rw.notes)
       if (n.severity !== "info") {
         this.#event(`${n.code}: ${n.subject}: ${n.message}`);
         this.#o.log(`reload: ${n.code}: ${n.subject}: ${n.message}`);
@@ -331,16 +313,4 @@ export class QuickstartLab {
       ]),
     );
   }
-}
-
-function yamlOf(objs: readonly unknown[]): string {
-  return objs.map((o) => stringify(o)).join("---\n");
-}
-
-function run(argv: readonly string[]): Promise<string> {
-  return new Promise((resolve) => {
-    execFile(argv[0]!, argv.slice(1), { encoding: "utf8", timeout: 5000 }, (_err, stdout) =>
-      resolve(stdout ?? ""),
-    );
-  });
 }

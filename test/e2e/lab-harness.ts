@@ -115,8 +115,8 @@ export class Lab {
 
   /** Takes the link between the LB host's bridge and a node down (or up again). */
   link(node: string, up: boolean): void {
-    const i = this.state.layout.nodes.findIndex((n) => n.name === node);
-    const r = spawnSync("ip", ["-n", this.state.layout.lb.ns, "link", "set", `plbn${i}`, up ? "up" : "down"]);
+    const veth = this.state.layout.nodes.find((n) => n.name === node)?.veth ?? "";
+    const r = spawnSync("ip", ["-n", this.state.layout.lb.ns, "link", "set", veth, up ? "up" : "down"]);
     if (r.status !== 0) throw new Error(`link ${node}: ${r.stderr}`);
   }
 

@@ -1,0 +1,208 @@
+/**
+ * `passlb up --dataplane nftables` follows a folder that grows and shrinks (root): from one
+ * node and one pod (test/fixtures/up-lab/grow/), a pod added on the node answers through
+ * the VIP within 10 s and shows in the live view; a node added with a pod of its own gets
+ * its namespace, agent and traffic; both removed again, their namespaces and processes are
+ * gone and traffic reaches only the first pod. Everything the lab built is removed in
+ * `t.after`, also when the test fails. Skips without root, ip or nft.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { labPrefix } from "../../src/lab/lab-layout.ts";
+import { defaultStateRoot, labDown, labExec } from "../../src/lab/lab-runner.ts";
+import { until } from "../userspace/clients.ts";
+import { type ClientResult, labUnavailable, REPO_ROOT } from "./lab-harness.ts";
+
+const BIN = join(REPO_ROOT, "bin", "passlb.js");
+const FIXTURE = join(REPO_ROOT, "test", "fixtures", "up-lab", "grow");
+const skip = labUnavailable();
+
+const namespaces = (prefix: string) =>
+  (spawnSync("ip", ["netns", "list"], { encoding: "utf8" }).stdout ?? "")
+    .split("\n")
+    .map((l) => l.split(" ")[0] ?? "")
+    .filter((n) => n.startsWith(prefix));
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const pod = (name: string, node: string) => `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: default
+  labels: { app: web }
+spec:
+  nodeName: ${node}
+  containers:
+    - name: web
+      image: passlb/echo
+      ports: [{ name: http, containerPort: 8080, protocol: TCP }]
+status:
+  phase: Running
+  conditions: [{ type: Ready, status: "True" }]
+`;
+
+const node = (name: string) => `---
+apiVersion: v1
+kind: Node
+metadata:
+  name: ${name}
+  labels:
+    topology.kubernetes.io/zone: zone-a
+status:
+  conditions: [{ type: Ready, status: "True" }]
+`;
+
+test("passlb up --dataplane nftables builds pods and nodes added to the folder and removes those taken out", {
+  skip,
+  timeout: 150_000,
+}, async (t) => {
+  const name = `g${randomBytes(3).toString("hex")}`;
+  const prefix = labPrefix(name);
+  const stateDir = join(defaultStateRoot(REPO_ROOT), name);
+  const dir = mkdtempSync(join(tmpdir(), "plb-upgrow-"));
+  cpSync(FIXTURE, dir, { recursive: true });
+  const hostLinks = () => spawnSync("ip", ["-o", "link"], { encoding: "utf8" }).stdout.split("\n").length;
+  const linksBefore = hostLinks();
+  const control = String(20460 + (process.pid % 500));
+  const dashboard = String(20960 + (process.pid % 500));
+  let child: ChildProcess | undefined;
+  t.after(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await labDown(name, { repoRoot: REPO_ROOT });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  child = spawn(
+    process.execPath,
+    [
+      BIN,
+      "up",
+      "--dataplane",
+      "nftables",
+      "-f",
+      dir,
+      "--lab-name",
+      name,
+      "--duration",
+      "120",
+      "--refresh",
+      "1",
+      "--control-port",
+      control,
+      "--dashboard-address",
+      `127.0.0.1:${dashboard}`,
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child!.once("exit", (code) => resolve(code)));
+  await until(() => out.includes("edit the files in"), 90_000, `the lab to come up: ${out}`);
+  const m = /demo\/web: ingress (\S+?)[, ]|default\/web: ingress (\S+?)[, ]/.exec(out);
+  assert.ok(m, `the ingress of default/web in ${out}`);
+  const target = `${m[1] ?? m[2]}:80`;
+  const send = (): ClientResult => {
+    const r = labExec(name, "client-zone-a", [
+      "node",
+      join(stateDir, "bin", "lab-client.mjs"),
+      `--target=${target}`,
+      "--count=12",
+      "--concurrency=4",
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout) as ClientResult;
+  };
+  /** bounded: a batch every 300 ms until `ok` holds or `ms` pass; the time it took */
+  const sendUntil = async (ok: (r: ClientResult) => boolean, ms: number, what: string) => {
+    const t0 = Date.now();
+    let last: ClientResult | undefined;
+    while (Date.now() - t0 < ms) {
+      last = send();
+      if (ok(last)) return Date.now() - t0;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    assert.fail(`${what} within ${ms} ms; last answers: ${JSON.stringify(last)}\n${out.slice(-3000)}`);
+  };
+
+  const first = send();
+  assert.equal(first.ok, 12, JSON.stringify(first));
+  assert.deepEqual(Object.keys(first.byPod), ["web-1"]);
+
+  // scale up on the running node: web-2 answers through the VIP within 10 s
+  const pods = join(dir, "pods.yaml");
+  const nodes = join(dir, "nodes.yaml");
+  const original = { pods: readFileSync(pods, "utf8"), nodes: readFileSync(nodes, "utf8") };
+  writeFileSync(pods, original.pods + pod("web-2", "node-a1"));
+  const tookPod = await sendUntil(
+    (r) => (r.byPod["web-2"] ?? 0) > 0 && r.ok === 12,
+    10_000,
+    "web-2 to answer",
+  );
+  assert.ok(namespaces(prefix).includes(`${prefix}web-2`));
+  assert.match(out, /pod default\/web-2 started on node-a1 \(203\.0\.113\.66\)/);
+  // the live view counts the new pod (its node's counter table grew)
+  await until(() => / web-2=\d+/.test(out), 10_000, `web-2 in the live view: ${out.slice(-1500)}`);
+
+  // a new node with a pod of its own: namespace, agent, traffic
+  writeFileSync(nodes, original.nodes + node("node-a2"));
+  writeFileSync(pods, original.pods + pod("web-2", "node-a1") + pod("web-3", "node-a2"));
+  const tookNode = await sendUntil((r) => (r.byPod["web-3"] ?? 0) > 0, 40_000, "web-3 on node-a2 to answer");
+  // the new node's agent serves its health check: the LB takes it in
+  await until(() => /node-a2=up\/w1/.test(out), 40_000, `node-a2 healthy in the view: ${out.slice(-1500)}`);
+  assert.match(out, /node node-a2 added in zone-a \(198\.51\.100\.12\)/);
+  const grown = ["node-a2", "web-2", "web-3"].map((h) => `${prefix}${h}`);
+  const grownPids = grown.flatMap((ns) =>
+    (spawnSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).stdout ?? "")
+      .split("\n")
+      .map(Number)
+      .filter((n) => n > 1),
+  );
+  assert.ok(grownPids.length >= 3, `two echo servers and an agent run (${grownPids.length})`);
+
+  // back to the start: the added hosts are torn down, traffic reaches web-1 only
+  writeFileSync(nodes, original.nodes);
+  writeFileSync(pods, original.pods);
+  await until(
+    () => grown.every((ns) => !namespaces(prefix).includes(ns)),
+    15_000,
+    `the added namespaces to go: ${namespaces(prefix).join(" ")}`,
+  );
+  assert.deepEqual(grownPids.filter(alive), [], "no process of the removed hosts remains");
+  const lbRoutes = labExec(name, "lb", ["ip", "route", "show", "203.0.113.0/24"]).stdout;
+  assert.doesNotMatch(lbRoutes, /203\.0\.113\.6[67]/, "the LB no longer routes the removed pods");
+  assert.doesNotMatch(labExec(name, "lb", ["ip", "-o", "link"]).stdout, /plbn1@/, "node-a2's veth is gone");
+  assert.doesNotMatch(
+    labExec(name, "node-a1", ["ip", "-o", "link"]).stdout,
+    /plbp1@/,
+    "web-2's veth is gone",
+  );
+  const after = send();
+  assert.equal(after.ok, 12, JSON.stringify(after));
+  assert.deepEqual(Object.keys(after.byPod), ["web-1"]);
+
+  // and again: the freed slot is taken by the next pod
+  writeFileSync(pods, original.pods + pod("web-4", "node-a1"));
+  await sendUntil((r) => (r.byPod["web-4"] ?? 0) > 0, 10_000, "web-4 to answer");
+  assert.match(out, /pod default\/web-4 started on node-a1 \(203\.0\.113\.66\)/);
+
+  child.kill("SIGINT");
+  assert.equal(await exited, 0, out.slice(-2000));
+  assert.deepEqual(namespaces(prefix), [], "no namespace of the lab remains");
+  assert.equal(hostLinks(), linksBefore, "no link was left in the caller's namespace");
+  t.diagnostic(`a new pod answered after ${tookPod} ms, a new node's pod after ${tookNode} ms`);
+});
