@@ -51,12 +51,9 @@ export interface LabChangeCommands {
   readonly last: readonly Command[];
 }
 
-export function labChangeIsEmpty(c: LabChange): boolean {
-  return (
-    c.add.zones.length + c.add.clients.length + c.add.nodes.length + c.add.pods.length === 0 &&
-    c.remove.nodes.length + c.remove.pods.length + c.restart.length === 0
-  );
-}
+// a removed host's veth goes first (its name is free at once, whenever the kernel gets to
+// the namespace)
+const unlink = (h: LabHost, veth: string): Command => ["ip", "-n", h.ns, "link", "del", veth];
 
 export function labChangeCommands(running: LabLayout, change: LabChange): LabChangeCommands {
   const { layout, add } = change;
@@ -65,8 +62,6 @@ export function labChangeCommands(running: LabLayout, change: LabChange): LabCha
   const gone = new Set(change.remove.nodes.map((n) => n.name));
   const staying = [lb, ...running.nodes.filter((n) => !gone.has(n.name))];
   const stayingNode = new Map(staying.map((h) => [h.name, h]));
-  // the veth goes first (its name is free at once, whenever the kernel gets to the namespace)
-  const unlink = (h: LabHost, veth: string): Command => ["ip", "-n", h.ns, "link", "del", veth];
   const unroute = (pods: readonly LabPod[], nodes: readonly LabNode[]) => [
     ...nodes.map((n) => unlink(lb, n.veth)),
     ...pods.flatMap((p) => {
@@ -127,7 +122,6 @@ export function labUndoAdd(change: LabChange): { namespaces: string[]; commands:
   const lb = layout.lb;
   const added = new Set([...add.nodes, ...add.clients, ...add.pods].map((h) => h.ns));
   const before = [lb, ...layout.nodes.filter((n) => !added.has(n.ns))];
-  const unlink = (h: LabHost, veth: string): Command => ["ip", "-n", h.ns, "link", "del", veth];
   const commands: Command[] = [
     ...add.nodes.map((n) => unlink(lb, n.veth)),
     ...add.clients.map((c) => unlink(lb, `plbc${layout.clients.indexOf(c)}`)),

@@ -7,6 +7,7 @@ import { dirname, join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { readManifests } from "../cluster/manifest-files.ts";
 import { decodeDocuments } from "../k8s/decode.ts";
+import type { Service } from "../k8s/objects.ts";
 import { type LabLayout, labLayout } from "./lab-layout.ts";
 import { labManifests } from "./lab-manifests.ts";
 import { parseTopology, type Topology } from "./topology.ts";
@@ -39,15 +40,33 @@ export async function writeLabManifests(
     throw new Error(
       `the services manifests have problems: ${JSON.stringify([...read.problems, ...decoded.problems])}`,
     );
-  const generated = labManifests(layout, decoded.snapshot.services);
   mkdirSync(manifestsDir, { recursive: true });
-  writeManifestFiles(manifestsDir, [
-    ["services.yaml", keep.map((d) => d.value)],
+  writeLayoutManifests(
+    manifestsDir,
+    layout,
+    keep.map((d) => d.value),
+    decoded.snapshot.services,
+  );
+  return layout;
+}
+
+/**
+ * Writes the folder for a layout: `serviceDocs` (Services, config, namespaces) as given,
+ * the nodes, pods and EndpointSlices generated from the layout and `services`.
+ */
+export function writeLayoutManifests(
+  dir: string,
+  layout: LabLayout,
+  serviceDocs: readonly unknown[],
+  services: readonly Service[],
+): void {
+  const generated = labManifests(layout, services);
+  writeManifestFiles(dir, [
+    ["services.yaml", serviceDocs],
     ["nodes.yaml", generated.nodes],
     ["pods.yaml", generated.pods],
     ["endpointslices.yaml", generated.endpointSlices],
   ]);
-  return layout;
 }
 
 /**

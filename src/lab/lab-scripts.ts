@@ -1,7 +1,7 @@
 /**
  * The lab's own scripts, transpiled once per lab into its state directory.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export type LabScript = "echo-server" | "lab-client";
@@ -26,12 +26,14 @@ export async function compileLabScripts(
     transform = undefined;
   }
   const scripts: LabScript[] = ["echo-server", "lab-client"];
+  // written to a temporary name, then renamed: a running lab compiles again when it grows
+  // (lab-grow.ts), while its clients may be starting from these files
   if (transform)
-    for (const s of scripts)
-      writeFileSync(
-        join(outDir, `${s}.mjs`),
-        transform(readFileSync(join(repoRoot, "src", "lab", `${s}.ts`), "utf8")),
-      );
+    for (const s of scripts) {
+      const tmp = join(outDir, `.${s}.mjs.tmp`);
+      writeFileSync(tmp, transform(readFileSync(join(repoRoot, "src", "lab", `${s}.ts`), "utf8")));
+      renameSync(tmp, join(outDir, `${s}.mjs`));
+    }
   return {
     command: (script) =>
       transform

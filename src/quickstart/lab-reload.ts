@@ -20,6 +20,7 @@
  */
 import type { LabChange } from "../lab/lab-change.ts";
 import {
+  clientAddress,
   type LabHost,
   type LabLayout,
   type LabNode,
@@ -33,8 +34,6 @@ import {
   podSlot,
 } from "../lab/lab-layout.ts";
 import type { Topology, TopologyPod } from "../lab/topology.ts";
-
-export type LabReload = LabChange;
 
 const portsKey = (ports: TopologyPod["ports"]) =>
   ports
@@ -50,7 +49,7 @@ const lowestFree = (used: ReadonlySet<number>, limit = Number.POSITIVE_INFINITY)
 
 const vethIndex = (veth: string) => Number(/\d+$/.exec(veth)?.[0] ?? -1);
 
-export function labReloadLayout(running: LabLayout, next: Topology): LabReload {
+export function labReloadLayout(running: LabLayout, next: Topology): LabChange {
   const ns = (host: string) => `${running.prefix}${host}`;
   // zones: running ones keep their numbers; new ones take the next
   const zones: LabZone[] = [...running.zones];
@@ -68,8 +67,7 @@ export function labReloadLayout(running: LabLayout, next: Topology): LabReload {
         role: "client",
         ns: ns(c),
         zone: z.name,
-        ipv4: `192.0.2.${64 * (zones.length - 1) + 10 + i}`,
-        ipv6: `fd00:192:0:${zones.length}::${10 + i}`,
+        ...clientAddress(zones.length - 1, i),
       };
       clients.push(client);
       addClients.push(client);

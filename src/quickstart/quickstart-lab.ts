@@ -19,23 +19,19 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { readManifests } from "../cluster/manifest-files.ts";
 import { manifestSignature } from "../cluster/watch-manifests.ts";
-import { decodeDocuments } from "../k8s/decode.ts";
-import { writeManifestFiles } from "../lab/lab-files.ts";
+import { writeLayoutManifests, writeManifestFiles } from "../lab/lab-files.ts";
 import type { LabLayout } from "../lab/lab-layout.ts";
-import { labManifests } from "../lab/lab-manifests.ts";
 import { defaultStateRoot, type LabState, labDown, labStatus, labUp } from "../lab/lab-runner.ts";
 import type { Finding, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
-import { planSnapshot } from "../plan/planner.ts";
 import type { DashboardService, DashboardState } from "../web/dashboard-state.ts";
 import { CounterWindow } from "./counter-window.ts";
-import { type FolderSnapshot, readFolderSnapshot } from "./folder-snapshot.ts";
+import { type FolderSnapshot, readFolderSnapshot, readLabFolderView } from "./folder-snapshot.ts";
 import { LabCounters } from "./lab-counters.ts";
 import { followLabChange } from "./lab-follow.ts";
 import { labReloadLayout } from "./lab-reload.ts";
 import { labRewrite } from "./lab-rewrite.ts";
-import { labLiveState, serviceTargets } from "./lab-view.ts";
+import { labLiveState } from "./lab-view.ts";
 import { getJsonOverSocket, startLbRelay } from "./lb-dashboard-relay.ts";
 import type { LiveState } from "./live-view.ts";
 
@@ -261,13 +257,7 @@ export class QuickstartLab {
     const change = labReloadLayout(state.layout, rw.topology);
     const dir = state.manifestsDir;
     const publish = async (layout: LabLayout) => {
-      const generated = labManifests(layout, rw.services);
-      writeManifestFiles(dir, [
-        ["services.yaml", rw.manifests],
-        ["nodes.yaml", generated.nodes],
-        ["pods.yaml", generated.pods],
-        ["endpointslices.yaml", generated.endpointSlices],
-      ]);
+      writeLayoutManifests(dir, layout, rw.manifests, rw.services);
       await this.#readLabFolder(dir);
       this.#counters.install(layout);
       this.#clients = new Map(rw.clients);
@@ -300,17 +290,7 @@ export class QuickstartLab {
       }
   }
 
-  /** plans, as the LB makes them from the same folder, and who serves which Service */
   async #readLabFolder(dir: string): Promise<void> {
-    const read = await readManifests([dir], async () => "");
-    const decoded = decodeDocuments(read.documents);
-    this.#plans = planSnapshot(decoded.snapshot).plans;
-    this.#targets = serviceTargets(decoded.snapshot.endpointSlices);
-    this.#podNodes = new Map(
-      decoded.snapshot.pods.map((p) => [
-        `${p.metadata.namespace ?? "default"}/${p.metadata.name ?? ""}`,
-        p.spec.nodeName ?? "",
-      ]),
-    );
+    ({ plans: this.#plans, targets: this.#targets, podNodes: this.#podNodes } = await readLabFolderView(dir));
   }
 }

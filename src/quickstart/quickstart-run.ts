@@ -10,7 +10,6 @@
  * snapshot → nodePortRoutes(node) → each node proxy; snapshot → echo pods.
  * Deliberately not here: the terminal, signals, the lock — up-command.ts does those.
  */
-import { readManifests } from "../cluster/manifest-files.ts";
 import { manifestSignature } from "../cluster/watch-manifests.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
@@ -19,7 +18,6 @@ import { type LbEvent, UserspaceLb } from "../dataplane/userspace/userspace-lb.t
 import { realClock } from "../health/clock.ts";
 import { HealthServers } from "../health/health-servers.ts";
 import { agentHealthModel } from "../health/state-agent-model.ts";
-import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
 import type { Finding, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
@@ -27,6 +25,7 @@ import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import type { Observer } from "../web/observer.ts";
 import { poolUsage } from "../web/pool-usage.ts";
 import { EchoPods, echoPodSpecs } from "./echo-pods.ts";
+import { readFolderSnapshot } from "./folder-snapshot.ts";
 import type { LiveService, LiveState } from "./live-view.ts";
 import { loopbackSnapshot, type RewriteNote } from "./loopback-rewrite.ts";
 import { ProberHealth } from "./prober-health.ts";
@@ -244,17 +243,11 @@ export class QuickstartRun {
   }
 
   async #load(): Promise<{ snapshot?: Snapshot; notes: RewriteNote[]; errors: string[] }> {
-    try {
-      this.#signature = await manifestSignature([this.#o.dir]);
-      const read = await readManifests([this.#o.dir], async () => "");
-      const decoded = decodeDocuments(read.documents);
-      const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
-      if (problems.length > 0) return { notes: [], errors: problems };
-      const { snapshot, notes } = loopbackSnapshot(decoded.snapshot);
-      return { snapshot, notes, errors: [] };
-    } catch (e) {
-      return { notes: [], errors: [(e as Error).message] };
-    }
+    const loaded = await readFolderSnapshot(this.#o.dir);
+    this.#signature = loaded.signature;
+    if (!loaded.snapshot) return { notes: [], errors: [...loaded.errors] };
+    const { snapshot, notes } = loopbackSnapshot(loaded.snapshot);
+    return { snapshot, notes, errors: [] };
   }
 
   async #checkFolder(force = false): Promise<void> {

@@ -139,6 +139,10 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
     assert.fail(`${what} within ${ms} ms; last answers: ${JSON.stringify(last)}\n${out.slice(-3000)}`);
   };
 
+  // the reload prints what it built once all of it runs, and `send` blocks this process
+  // (spawnSync), so a line printed while it ran is only read after: wait for it
+  const logged = (re: RegExp) => until(() => re.test(out), 5000, `${re} in the output: ${out.slice(-1500)}`);
+
   const first = send();
   assert.equal(first.ok, 12, JSON.stringify(first));
   assert.deepEqual(Object.keys(first.byPod), ["web-1"]);
@@ -154,7 +158,7 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
     "web-2 to answer",
   );
   assert.ok(namespaces(prefix).includes(`${prefix}web-2`));
-  assert.match(out, /pod default\/web-2 started on node-a1 \(203\.0\.113\.66\)/);
+  await logged(/pod default\/web-2 started on node-a1 \(203\.0\.113\.66\)/);
   // the live view counts the new pod (its node's counter table grew)
   await until(() => / web-2=\d+/.test(out), 10_000, `web-2 in the live view: ${out.slice(-1500)}`);
 
@@ -164,7 +168,7 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
   const tookNode = await sendUntil((r) => (r.byPod["web-3"] ?? 0) > 0, 40_000, "web-3 on node-a2 to answer");
   // the new node's agent serves its health check: the LB takes it in
   await until(() => /node-a2=up\/w1/.test(out), 40_000, `node-a2 healthy in the view: ${out.slice(-1500)}`);
-  assert.match(out, /node node-a2 added in zone-a \(198\.51\.100\.12\)/);
+  await logged(/node node-a2 added in zone-a \(198\.51\.100\.12\)/);
   const grown = ["node-a2", "web-2", "web-3"].map((h) => `${prefix}${h}`);
   const grownPids = grown.flatMap((ns) =>
     (spawnSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).stdout ?? "")
@@ -198,7 +202,7 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
   // and again: the freed slot is taken by the next pod
   writeFileSync(pods, original.pods + pod("web-4", "node-a1"));
   await sendUntil((r) => (r.byPod["web-4"] ?? 0) > 0, 10_000, "web-4 to answer");
-  assert.match(out, /pod default\/web-4 started on node-a1 \(203\.0\.113\.66\)/);
+  await logged(/pod default\/web-4 started on node-a1 \(203\.0\.113\.66\)/);
 
   child.kill("SIGINT");
   assert.equal(await exited, 0, out.slice(-2000));
