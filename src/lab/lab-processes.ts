@@ -36,6 +36,9 @@ export function startLabProcess(
   });
   closeSync(fd);
   child.unref();
+  // a spawn that fails also emits 'error' later: the throw below reports it, this keeps it
+  // from being an unhandled event that ends the process
+  child.on("error", () => {});
   if (child.pid === undefined) throw new Error(`could not start ${role} in ${host.ns}`);
   return { role, host: host.name, pid: child.pid, log: logPath, args };
 }

@@ -53,11 +53,9 @@ export interface QuickstartLabOptions {
 }
 
 // [::]: /healthz answers on both families (the LB probes dual-stack nodes on each).
-// --sync-period 2: the agents also re-read the lab's folder every 2 s (unchanged rules are
-// not rewritten): their folder watch can miss a file replaced by rename (Node 20's
-// recursive fs.watch on Linux watches each file's inode), and a live reload must not wait
-// for the default 30 s re-read.
-const AGENT_ARGS = ["--dataplane=nftables", "--healthz-bind-address=[::]:10256", "--sync-period=2"];
+// The agents see the lab's folder change within about a second (manifest-folder-source.ts
+// polls the files' signature), so a live reload needs no shorter sync period.
+const AGENT_ARGS = ["--dataplane=nftables", "--healthz-bind-address=[::]:10256"];
 
 export interface QuickstartLabStart {
   readonly ok: boolean;
