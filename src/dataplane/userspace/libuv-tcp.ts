@@ -65,6 +65,8 @@ interface UvReq {
   /** `this` is the request; connects also pass the handle */
   oncomplete: (status: number, handle: UvTcp | undefined) => void;
   async?: boolean;
+  /** a write's bytes: libuv sends a queued write from this memory, so the request keeps it alive */
+  buffer?: Uint8Array;
 }
 
 interface Binding {
@@ -455,6 +457,9 @@ function send(conn: LibuvConnection, to: UvTcp, data: Uint8Array, from: UvTcp): 
   req.handle = to;
   req.oncomplete = afterWrite;
   req.async = false;
+  // as net's writeGeneric does: nothing else may hold `data` (a client read's ArrayBuffer, a
+  // read buffer handed on by nextReadBuffer), and a collected one would be sent as garbage
+  req.buffer = data;
   if (to.writeBuffer(req, data) !== 0) {
     closeConnection(conn);
     return;
