@@ -256,7 +256,8 @@ class LibuvPlumbing implements TcpPlumbing {
   /** handles not yet closed (clients and targets) */
   handles = 0;
   #idle: Array<() => void> = [];
-  readonly deadlines = new ConnectDeadlines<LibuvConnection>(expireConnect);
+  /** a target not reached in time is abandoned; the client is left to the caller */
+  readonly deadlines = new ConnectDeadlines<LibuvConnection>(failConnect);
 
   constructor(b: Binding) {
     this.b = b;
@@ -365,7 +366,7 @@ function onHandleClosed(this: UvTcp): void {
     releaseReadBuffer(conn.readBuffer);
     conn.readBuffer = undefined;
   }
-  (conn?.owner as LibuvPlumbing | undefined)?.closed(conn);
+  conn?.owner.closed(conn);
 }
 
 /** closes both handles (the client's with a TCP reset when `reset`); idempotent */
@@ -383,11 +384,7 @@ function closeConnection(conn: LibuvConnection, reset = false): void {
   if (connecting) conn.done(false); // the client went away before its target answered
 }
 
-/** the target could not be reached in time: abandon it, leave the client to the caller */
-function expireConnect(conn: LibuvConnection): void {
-  failConnect(conn);
-}
-
+/** the target could not be reached (in time): abandon it, leave the client to the caller */
 function failConnect(conn: LibuvConnection): void {
   if (conn.state !== CONNECTING) return;
   conn.owner.deadlines.delete(conn);
