@@ -369,14 +369,18 @@ function onHandleClosed(this: UvTcp): void {
   conn?.owner.closed(conn);
 }
 
-/** closes both handles (the client's with a TCP reset when `reset`); idempotent */
+/**
+ * Closes both handles (the client's with a TCP reset when `reset`); idempotent. No reset
+ * while a shutdown is pending: libuv refuses it then (EINVAL), and Node's handle, marked
+ * closing all the same, ignores every later close() — it would never close.
+ */
 function closeConnection(conn: LibuvConnection, reset = false): void {
   if (conn.state === CLOSED) return;
   const connecting = conn.state === CONNECTING;
   if (connecting) conn.owner.deadlines.delete(conn);
   conn.state = CLOSED;
   const c = conn.client;
-  if (reset && !c.closing) {
+  if (reset && !c.closing && conn.shutting === 0) {
     c.closing = true;
     if (c.reset(onHandleClosed) !== 0) c.close(onHandleClosed);
   } else closeHandle(c);
