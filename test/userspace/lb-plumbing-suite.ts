@@ -146,6 +146,9 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
 
   test(`${tcp}: half-close: the client's FIN reaches the node, whose answer still comes back`, async () => {
     assert.equal(await exchange("127.0.6.10", "abc"), "abcdone");
+    // both FINs passed on: the proxy closes both of its sockets by itself
+    for (let i = 0; i < 100 && lb.openSockets > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(lb.openSockets, 0);
   });
 
   test(`${tcp}: a FIN with no data, sent before the node answered, still reaches the node`, async () => {
