@@ -80,7 +80,7 @@ export async function listInPages(
 }
 
 /** 410 Gone from the API server (our transport's error carries the HTTP status) */
-export function isExpired(e: unknown): boolean {
+function isExpired(e: unknown): boolean {
   return e instanceof PasslbError && e.details.status === 410;
 }
 

@@ -16,7 +16,7 @@ import { type KubeConfig, Watch } from "@kubernetes/client-node";
 import { PasslbError } from "../errors.ts";
 import { DEFAULT_PAGE_SIZE, type ListPage, listInPages, type PagedList } from "./kube-list-pager.ts";
 
-/** the items, the list's resourceVersion, how many requests it took and any fallback */
+/** the items, the list's resourceVersion and, when a continue token expired, why it was read again */
 export type ListResult = PagedList;
 
 export interface ListOptions {

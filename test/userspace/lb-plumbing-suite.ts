@@ -1,15 +1,18 @@
 /**
  * The userspace LB's socket behaviour on loopback (127.0.6.0/24 for backends and VIPs,
  * 127.0.7.0/24 for clients): half-close (also a bare FIN sent before the node answered),
- * backpressure isolation, a large answer to a slow client arriving intact, a refusing node,
- * source ranges for TCP, the PROXY v2 header, the traffic tallies (TCP and UDP), and nothing
- * left open after close(). One suite, run on each TCP plumbing (tcp-plumbing.ts) by
+ * backpressure isolation, a large answer to a slow client and a large upload to a node that
+ * reads late arriving intact (also when a garbage collection runs while bytes wait in the
+ * proxy's queues), a refusing node, source ranges for TCP, the PROXY v2 header, the
+ * traffic tallies (TCP and UDP), and nothing left open after close(). One suite, run on each TCP plumbing (tcp-plumbing.ts) by
  * lb-plumbing-libuv.test.ts and lb-plumbing-net.test.ts, each on its own port.
  */
 import assert from "node:assert/strict";
 import { createSocket } from "node:dgram";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { after, before, test } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { ALL_UNKNOWN, serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
 import { decodeProxyV2 } from "../../src/dataplane/userspace/proxy-protocol.ts";
 import { UserspaceLb } from "../../src/dataplane/userspace/userspace-lb.ts";
@@ -19,6 +22,15 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
   const kind = tcp === "net" ? "net" : "auto";
   const STREAM = 12 * 1024 * 1024;
   const patternAt = (i: number) => (i * 7 + (i >>> 11)) & 0xff;
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  /** memory freed by a collection, taken again and overwritten (0xee) */
+  const reuseFreedMemory = (garbage: Buffer[]) => {
+    gc();
+    for (let i = 0; i < 400; i++) garbage.push(Buffer.alloc(65536 - (i % 64) * 512, 0xee));
+  };
+  /** connections to the "sink" node, paused until a test resumes them */
+  const sinks: Socket[] = [];
   const servers: Server[] = [];
   const sockets = new Set<Socket>();
   let lb: UserspaceLb;
@@ -70,6 +82,20 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
         pump();
       }),
     );
+    // node "sink": reads nothing until the test resumes it, then checks every byte against
+    // patternAt and, on the client's FIN, answers "<bytes> <first bad byte or -1>"
+    await serve("127.0.6.7", (s) => {
+      s.pause();
+      sinks.push(s);
+      let received = 0;
+      let firstBad = -1;
+      s.on("data", (d: Buffer) => {
+        for (let k = 0; k < d.length && firstBad < 0; k++)
+          if (d[k] !== patternAt(received + k)) firstBad = received + k;
+        received += d.length;
+      });
+      s.on("end", () => s.end(`${received} ${firstBad}`));
+    });
     lb = new UserspaceLb({ seed: 7, proxyProtocol: false, connectTimeoutMs: 1000, tcp: kind });
     assert.equal(lb.tcpPlumbing, tcp, "the plumbing under test is the one that runs");
     const fw = (p: ReturnType<typeof testPlan>) => serviceForwarding(p, ALL_UNKNOWN, { seed: 7 });
@@ -79,6 +105,7 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
       // "gone" has no listener: every connection it gets is retried on "echo"
       fw(testPlan("127.0.6.12", PORT, PORT, { echo: "127.0.6.2", gone: "127.0.6.9" })),
       fw(testPlan("127.0.6.16", PORT, PORT, { stream: "127.0.6.6" })),
+      fw(testPlan("127.0.6.17", PORT, PORT, { sink: "127.0.6.7" })),
       fw(
         testPlan("127.0.6.13", PORT, PORT, { echo: "127.0.6.2" }, (p) => {
           p.sourceRanges = ["127.0.7.0/24"];
@@ -119,6 +146,9 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
 
   test(`${tcp}: half-close: the client's FIN reaches the node, whose answer still comes back`, async () => {
     assert.equal(await exchange("127.0.6.10", "abc"), "abcdone");
+    // both FINs passed on: the proxy closes both of its sockets by itself
+    for (let i = 0; i < 100 && lb.openSockets > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(lb.openSockets, 0);
   });
 
   test(`${tcp}: a FIN with no data, sent before the node answered, still reaches the node`, async () => {
@@ -140,8 +170,9 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
     stuck.destroy();
   });
 
-  test(`${tcp}: a large answer to a slow client arrives intact and in order`, async () => {
+  test(`${tcp}: a large answer to a slow client arrives intact and in order, also across garbage collections`, async () => {
     const s = connect({ host: "127.0.6.16", port: PORT });
+    const garbage: Buffer[] = [];
     let received = 0;
     let firstBad = -1;
     let chunks = 0;
@@ -163,10 +194,58 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
       });
       s.once("error", reject);
       s.write("go");
+      // not read at first: what the proxy queues for this client sits in its read buffers,
+      // which must survive a collection and the reuse of the memory it frees
+      s.pause();
+      setTimeout(() => {
+        for (let round = 0; round < 3; round++) reuseFreedMemory(garbage);
+        s.resume();
+      }, 300);
     });
     s.destroy();
     assert.equal(firstBad, -1, `byte ${firstBad} differs from what the node sent`);
     assert.equal(received, STREAM);
+  });
+
+  test(`${tcp}: a large upload to a node that reads late arrives intact, also across a garbage collection`, async () => {
+    // what the proxy has queued towards the node must stay alive until it is written
+    const s = connect({ host: "127.0.6.17", port: PORT, allowHalfOpen: true });
+    s.on("error", () => {});
+    await new Promise<void>((resolve) => s.once("connect", resolve));
+    let sent = 0;
+    let size = 1;
+    const pump = () => {
+      while (sent < STREAM) {
+        size = (size * 5 + 3) % 90001;
+        const n = Math.min(size + 1, STREAM - sent);
+        const chunk = Buffer.allocUnsafe(n);
+        for (let k = 0; k < n; k++) chunk[k] = patternAt(sent + k);
+        sent += n;
+        if (!s.write(chunk)) return void s.once("drain", pump);
+      }
+      s.end();
+    };
+    pump();
+    for (let i = 0; i < 100 && sinks.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 300)); // every buffer on the way fills up
+    // collect, then reuse the freed memory for something else before the node reads
+    const garbage: Buffer[] = [];
+    for (let round = 0; round < 3; round++) reuseFreedMemory(garbage);
+    let answer = "";
+    s.setEncoding("utf8");
+    s.on("data", (d: string) => (answer += d));
+    const ended = new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`timeout after ${sent} bytes sent`)), 10_000);
+      s.once("end", () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+    for (const sink of sinks) sink.resume();
+    await ended;
+    s.destroy();
+    assert.equal(garbage.length, 1200);
+    assert.equal(answer, `${STREAM} -1`, "bytes the node got, and the first that differs from what was sent");
   });
 
   test(`${tcp}: a node that refuses: the connection is retried on another member; the tallies count what reached a node`, async () => {

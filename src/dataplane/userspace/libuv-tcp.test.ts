@@ -2,8 +2,9 @@
  * The libuv TCP plumbing on its own, on loopback (127.0.8.0/24): it is refused when the
  * binding lacks anything it uses; a target that never answers fails the splice after the
  * deadline and leaves the client to the caller; a client that goes away while its target
- * is being reached gets done(false); nothing stays open. The LB-level behaviour (half-close,
- * backpressure, PROXY, tallies, integrity) is test/userspace/lb-plumbing-suite.ts.
+ * is being reached gets done(false); nothing stays open, also after a reset requested while
+ * a FIN waits behind queued bytes. The LB-level behaviour (half-close, backpressure,
+ * PROXY, tallies, integrity) is test/userspace/lb-plumbing-suite.ts.
  */
 import assert from "node:assert/strict";
 import { connect, createServer, type Socket } from "node:net";
@@ -126,4 +127,50 @@ test("joined: bytes flow both ways and are tallied; both FINs close both handles
   for (let i = 0; i < 50 && tcp.open > 0; i++) await new Promise((r) => setTimeout(r, 10));
   assert.equal(tcp.open, 0, "both handles closed once both FINs passed");
   assert.deepEqual([fromClient.bytes, fromTarget.bytes], [5, 8]);
+});
+
+test("resetAndDestroy while a FIN waits behind bytes queued to the client: both handles still close", async () => {
+  // The node sends `size` bytes and its FIN to a client that reads nothing. A first
+  // connection with far too much to fit measures how much the kernel takes on the way to the
+  // client (the proxy then holds 64–128 KiB queued and stops reading the node); the second
+  // sends a little less than that plus 64 KiB, so the proxy reads the node's FIN while a few
+  // KiB are still queued to the client: the FIN waits behind them (a pending shutdown).
+  const sizes = [64 * 1024 * 1024];
+  const node = createServer((s) => {
+    s.on("error", () => {});
+    s.end(Buffer.alloc(sizes.shift() ?? 0));
+  });
+  await new Promise<void>((r) => node.listen({ host: "127.0.8.18", port: 0 }, r));
+  cleanup.push(() => node.close());
+  const target = { host: "127.0.8.18", port: (node.address() as { port: number }).port };
+  const { tcp, conn, client } = await accepted("127.0.8.17");
+  client.pause();
+  const first = { bytes: 0 };
+  assert.equal(
+    await new Promise((r) => tcp.splice(conn, target, { connectTimeoutMs: 1000, fromTarget: first }, r)),
+    true,
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  conn.destroy();
+  sizes.push(first.bytes - 63 * 1024);
+
+  const second = await accepted("127.0.8.19");
+  second.client.pause();
+  const fromTarget = { bytes: 0 };
+  assert.equal(
+    await new Promise((r) =>
+      second.tcp.splice(second.conn, target, { connectTimeoutMs: 1000, fromTarget }, r),
+    ),
+    true,
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(fromTarget.bytes, first.bytes - 63 * 1024, "the node's bytes and FIN were all read");
+  second.conn.resetAndDestroy();
+  const closed = await Promise.race([
+    second.tcp.destroyAll().then(() => true),
+    new Promise((r) => setTimeout(() => r(false), 2000)),
+  ]);
+  assert.equal(closed, true, `destroyAll resolved (open: ${second.tcp.open})`);
+  assert.equal(second.tcp.open, 0);
+  await tcp.destroyAll();
 });

@@ -65,6 +65,8 @@ interface UvReq {
   /** `this` is the request; connects also pass the handle */
   oncomplete: (status: number, handle: UvTcp | undefined) => void;
   async?: boolean;
+  /** a write's bytes: libuv sends a queued write from this memory, so the request keeps it alive */
+  buffer?: Uint8Array;
 }
 
 interface Binding {
@@ -254,7 +256,8 @@ class LibuvPlumbing implements TcpPlumbing {
   /** handles not yet closed (clients and targets) */
   handles = 0;
   #idle: Array<() => void> = [];
-  readonly deadlines = new ConnectDeadlines<LibuvConnection>(expireConnect);
+  /** a target not reached in time is abandoned; the client is left to the caller */
+  readonly deadlines = new ConnectDeadlines<LibuvConnection>(failConnect);
 
   constructor(b: Binding) {
     this.b = b;
@@ -363,17 +366,21 @@ function onHandleClosed(this: UvTcp): void {
     releaseReadBuffer(conn.readBuffer);
     conn.readBuffer = undefined;
   }
-  (conn?.owner as LibuvPlumbing | undefined)?.closed(conn);
+  conn?.owner.closed(conn);
 }
 
-/** closes both handles (the client's with a TCP reset when `reset`); idempotent */
+/**
+ * Closes both handles (the client's with a TCP reset when `reset`); idempotent. No reset
+ * while a shutdown is pending: libuv refuses it then (EINVAL), and Node's handle, marked
+ * closing all the same, ignores every later close() — it would never close.
+ */
 function closeConnection(conn: LibuvConnection, reset = false): void {
   if (conn.state === CLOSED) return;
   const connecting = conn.state === CONNECTING;
   if (connecting) conn.owner.deadlines.delete(conn);
   conn.state = CLOSED;
   const c = conn.client;
-  if (reset && !c.closing) {
+  if (reset && !c.closing && conn.shutting === 0) {
     c.closing = true;
     if (c.reset(onHandleClosed) !== 0) c.close(onHandleClosed);
   } else closeHandle(c);
@@ -381,11 +388,7 @@ function closeConnection(conn: LibuvConnection, reset = false): void {
   if (connecting) conn.done(false); // the client went away before its target answered
 }
 
-/** the target could not be reached in time: abandon it, leave the client to the caller */
-function expireConnect(conn: LibuvConnection): void {
-  failConnect(conn);
-}
-
+/** the target could not be reached (in time): abandon it, leave the client to the caller */
 function failConnect(conn: LibuvConnection): void {
   if (conn.state !== CONNECTING) return;
   conn.owner.deadlines.delete(conn);
@@ -455,6 +458,9 @@ function send(conn: LibuvConnection, to: UvTcp, data: Uint8Array, from: UvTcp): 
   req.handle = to;
   req.oncomplete = afterWrite;
   req.async = false;
+  // as net's writeGeneric does: nothing else may hold `data` (a client read's ArrayBuffer, a
+  // read buffer handed on by nextReadBuffer), and a collected one would be sent as garbage
+  req.buffer = data;
   if (to.writeBuffer(req, data) !== 0) {
     closeConnection(conn);
     return;

@@ -2,7 +2,7 @@
  * Adapter seam: the TCP plumbing the userspace LB runs on — a listener that hands over
  * accepted connections, and a splice that joins one to a target (semantics in
  * tcp-proxy.ts: backpressure, half-close, errors, connect deadline, byte tallies).
- * Two implementations with the same contract (test/userspace/lb-plumbing.test.ts runs on
+ * Two implementations with the same contract (test/userspace/lb-plumbing-suite.ts runs on
  * both):
  * - `libuvTcpPlumbing` (libuv-tcp.ts): libuv's TCP handles driven directly, without
  *   net.Socket and its streams: about half the CPU per connection; used when this Node
