@@ -213,7 +213,7 @@ function send(conn: LibuvConnection, to: Handle, data: Uint8Array, from: Handle)
     closeConnection(conn);
     return;
   }
-  if (to.writeQueueSize < HIGH_WATER || from === to) return;
+  if (to.writeQueueSize < HIGH_WATER) return;
   from.readStop();
   if (from === conn.client) conn.clientPaused = true;
   else conn.targetPaused = true;
