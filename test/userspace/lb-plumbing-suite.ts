@@ -18,10 +18,30 @@ import { decodeProxyV2 } from "../../src/dataplane/userspace/proxy-protocol.ts";
 import { UserspaceLb } from "../../src/dataplane/userspace/userspace-lb.ts";
 import { testPlan } from "./plans.ts";
 
+/** the byte at position `i` of a test stream */
+const patternAt = (i: number) => (i * 7 + (i >>> 11)) & 0xff;
+
+/** writes `total` pattern bytes in writes of uneven sizes (3 B … 90 KB), then ends */
+function sendPattern(s: Socket, total: number): void {
+  let sent = 0;
+  let size = 1;
+  const pump = () => {
+    while (sent < total) {
+      size = (size * 5 + 3) % 90001;
+      const n = Math.min(size + 1, total - sent);
+      const chunk = Buffer.allocUnsafe(n);
+      for (let k = 0; k < n; k++) chunk[k] = patternAt(sent + k);
+      sent += n;
+      if (!s.write(chunk)) return void s.once("drain", pump);
+    }
+    s.end();
+  };
+  pump();
+}
+
 export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
   const kind = tcp === "net" ? "net" : "auto";
   const STREAM = 12 * 1024 * 1024;
-  const patternAt = (i: number) => (i * 7 + (i >>> 11)) & 0xff;
   setFlagsFromString("--expose-gc");
   const gc = runInNewContext("gc") as () => void;
   /** memory freed by a collection, taken again and overwritten (0xee) */
@@ -64,24 +84,7 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
     );
     // node "stream": on any byte, sends STREAM bytes (each a function of its position) in
     // writes of uneven sizes, then ends
-    await serve("127.0.6.6", (s) =>
-      s.once("data", () => {
-        let sent = 0;
-        let size = 1;
-        const pump = () => {
-          while (sent < STREAM) {
-            size = (size * 5 + 3) % 90001;
-            const n = Math.min(size + 1, STREAM - sent);
-            const chunk = Buffer.allocUnsafe(n);
-            for (let k = 0; k < n; k++) chunk[k] = patternAt(sent + k);
-            sent += n;
-            if (!s.write(chunk)) return void s.once("drain", pump);
-          }
-          s.end();
-        };
-        pump();
-      }),
-    );
+    await serve("127.0.6.6", (s) => s.once("data", () => sendPattern(s, STREAM)));
     // node "sink": reads nothing until the test resumes it, then checks every byte against
     // patternAt and, on the client's FIN, answers "<bytes> <first bad byte or -1>"
     await serve("127.0.6.7", (s) => {
@@ -212,20 +215,7 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
     const s = connect({ host: "127.0.6.17", port: PORT, allowHalfOpen: true });
     s.on("error", () => {});
     await new Promise<void>((resolve) => s.once("connect", resolve));
-    let sent = 0;
-    let size = 1;
-    const pump = () => {
-      while (sent < STREAM) {
-        size = (size * 5 + 3) % 90001;
-        const n = Math.min(size + 1, STREAM - sent);
-        const chunk = Buffer.allocUnsafe(n);
-        for (let k = 0; k < n; k++) chunk[k] = patternAt(sent + k);
-        sent += n;
-        if (!s.write(chunk)) return void s.once("drain", pump);
-      }
-      s.end();
-    };
-    pump();
+    sendPattern(s, STREAM);
     for (let i = 0; i < 100 && sinks.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 300)); // every buffer on the way fills up
     // collect, then reuse the freed memory for something else before the node reads
@@ -235,7 +225,7 @@ export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
     s.setEncoding("utf8");
     s.on("data", (d: string) => (answer += d));
     const ended = new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`timeout after ${sent} bytes sent`)), 10_000);
+      const t = setTimeout(() => reject(new Error(`timeout; ${s.bytesWritten} bytes sent`)), 10_000);
       s.once("end", () => {
         clearTimeout(t);
         resolve();
