@@ -7,35 +7,18 @@
  * `t.after`, also when the test fails. Skips without root, ip or nft.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { labPrefix } from "../../src/lab/lab-layout.ts";
-import { defaultStateRoot, labDown, labExec } from "../../src/lab/lab-runner.ts";
+import { labExec } from "../../src/lab/lab-runner.ts";
 import { until } from "../userspace/clients.ts";
 import { type ClientResult, labUnavailable, REPO_ROOT } from "./lab-harness.ts";
+import { alive, hostLinks, namespaces, startUpLab } from "./up-lab-run.ts";
 
-const BIN = join(REPO_ROOT, "bin", "passlb.js");
 const FIXTURE = join(REPO_ROOT, "test", "fixtures", "up-lab", "grow");
 const skip = labUnavailable();
-
-const namespaces = (prefix: string) =>
-  (spawnSync("ip", ["netns", "list"], { encoding: "utf8" }).stdout ?? "")
-    .split("\n")
-    .map((l) => l.split(" ")[0] ?? "")
-    .filter((n) => n.startsWith(prefix));
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const pod = (name: string, node: string) => `---
 apiVersion: v1
@@ -70,51 +53,17 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
   skip,
   timeout: 150_000,
 }, async (t) => {
-  const name = `g${randomBytes(3).toString("hex")}`;
-  const prefix = labPrefix(name);
-  const stateDir = join(defaultStateRoot(REPO_ROOT), name);
-  const dir = mkdtempSync(join(tmpdir(), "plb-upgrow-"));
-  cpSync(FIXTURE, dir, { recursive: true });
-  const hostLinks = () => spawnSync("ip", ["-o", "link"], { encoding: "utf8" }).stdout.split("\n").length;
   const linksBefore = hostLinks();
-  const control = String(20460 + (process.pid % 500));
-  const dashboard = String(20960 + (process.pid % 500));
-  let child: ChildProcess | undefined;
-  t.after(async () => {
-    if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await labDown(name, { repoRoot: REPO_ROOT });
-    rmSync(dir, { recursive: true, force: true });
+  const run = await startUpLab(t, {
+    name: `g${randomBytes(3).toString("hex")}`,
+    source: FIXTURE,
+    durationS: 120,
+    ports: 20460,
+    readyMs: 90_000,
   });
-
-  child = spawn(
-    process.execPath,
-    [
-      BIN,
-      "up",
-      "--dataplane",
-      "nftables",
-      "-f",
-      dir,
-      "--lab-name",
-      name,
-      "--duration",
-      "120",
-      "--refresh",
-      "1",
-      "--control-port",
-      control,
-      "--dashboard-address",
-      `127.0.0.1:${dashboard}`,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let out = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child!.once("exit", (code) => resolve(code)));
-  await until(() => out.includes("edit the files in"), 90_000, `the lab to come up: ${out}`);
-  const m = /demo\/web: ingress (\S+?)[, ]|default\/web: ingress (\S+?)[, ]/.exec(out);
-  assert.ok(m, `the ingress of default/web in ${out}`);
+  const { name, prefix, stateDir, dir, child, exited } = run;
+  const m = /demo\/web: ingress (\S+?)[, ]|default\/web: ingress (\S+?)[, ]/.exec(run.out);
+  assert.ok(m, `the ingress of default/web in ${run.out}`);
   const target = `${m[1] ?? m[2]}:80`;
   const send = (): ClientResult => {
     const r = labExec(name, "client-zone-a", [
@@ -136,12 +85,13 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
       if (ok(last)) return Date.now() - t0;
       await new Promise((r) => setTimeout(r, 300));
     }
-    assert.fail(`${what} within ${ms} ms; last answers: ${JSON.stringify(last)}\n${out.slice(-3000)}`);
+    assert.fail(`${what} within ${ms} ms; last answers: ${JSON.stringify(last)}\n${run.out.slice(-3000)}`);
   };
 
   // the reload prints what it built once all of it runs, and `send` blocks this process
   // (spawnSync), so a line printed while it ran is only read after: wait for it
-  const logged = (re: RegExp) => until(() => re.test(out), 5000, `${re} in the output: ${out.slice(-1500)}`);
+  const logged = (re: RegExp) =>
+    until(() => re.test(run.out), 5000, `${re} in the output: ${run.out.slice(-1500)}`);
 
   const first = send();
   assert.equal(first.ok, 12, JSON.stringify(first));
@@ -160,14 +110,18 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
   assert.ok(namespaces(prefix).includes(`${prefix}web-2`));
   await logged(/pod default\/web-2 started on node-a1 \(203\.0\.113\.66\)/);
   // the live view counts the new pod (its node's counter table grew)
-  await until(() => / web-2=\d+/.test(out), 10_000, `web-2 in the live view: ${out.slice(-1500)}`);
+  await until(() => / web-2=\d+/.test(run.out), 10_000, `web-2 in the live view: ${run.out.slice(-1500)}`);
 
   // a new node with a pod of its own: namespace, agent, traffic
   writeFileSync(nodes, original.nodes + node("node-a2"));
   writeFileSync(pods, original.pods + pod("web-2", "node-a1") + pod("web-3", "node-a2"));
   const tookNode = await sendUntil((r) => (r.byPod["web-3"] ?? 0) > 0, 40_000, "web-3 on node-a2 to answer");
   // the new node's agent serves its health check: the LB takes it in
-  await until(() => /node-a2=up\/w1/.test(out), 40_000, `node-a2 healthy in the view: ${out.slice(-1500)}`);
+  await until(
+    () => /node-a2=up\/w1/.test(run.out),
+    40_000,
+    `node-a2 healthy in the view: ${run.out.slice(-1500)}`,
+  );
   await logged(/node node-a2 added in zone-a \(198\.51\.100\.12\)/);
   const grown = ["node-a2", "web-2", "web-3"].map((h) => `${prefix}${h}`);
   const grownPids = grown.flatMap((ns) =>
@@ -205,7 +159,7 @@ test("passlb up --dataplane nftables builds pods and nodes added to the folder a
   await logged(/pod default\/web-4 started on node-a1 \(203\.0\.113\.66\)/);
 
   child.kill("SIGINT");
-  assert.equal(await exited, 0, out.slice(-2000));
+  assert.equal(await exited, 0, run.out.slice(-2000));
   assert.deepEqual(namespaces(prefix), [], "no namespace of the lab remains");
   assert.equal(hostLinks(), linksBefore, "no link was left in the caller's namespace");
   t.diagnostic(`a new pod answered after ${tookPod} ms, a new node's pod after ${tookNode} ms`);

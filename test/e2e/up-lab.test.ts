@@ -7,88 +7,39 @@
  * lab is also removed in `t.after` when the test fails. Skips without root, ip or nft.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { labPrefix } from "../../src/lab/lab-layout.ts";
-import { defaultStateRoot, labDown, labExec } from "../../src/lab/lab-runner.ts";
+import { labExec } from "../../src/lab/lab-runner.ts";
 import { until } from "../userspace/clients.ts";
 import { type ClientResult, labUnavailable, REPO_ROOT } from "./lab-harness.ts";
+import { alive, hostLinks, namespaces, startUpLab } from "./up-lab-run.ts";
 
 const BIN = join(REPO_ROOT, "bin", "passlb.js");
 const skip = labUnavailable();
-
-const namespaces = (prefix: string) =>
-  (spawnSync("ip", ["netns", "list"], { encoding: "utf8" }).stdout ?? "")
-    .split("\n")
-    .map((l) => l.split(" ")[0] ?? "")
-    .filter((n) => n.startsWith(prefix));
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test("passlb up --dataplane nftables runs the example in the lab and leaves nothing behind", {
   skip,
   timeout: 180_000,
 }, async (t) => {
-  const name = `u${randomBytes(3).toString("hex")}`;
-  const prefix = labPrefix(name);
-  const stateDir = join(defaultStateRoot(REPO_ROOT), name);
-  // a copy of the example: the test edits it
-  const dir = mkdtempSync(join(tmpdir(), "plb-uplab-"));
-  cpSync(join(REPO_ROOT, "examples", "quickstart"), dir, { recursive: true });
-  const control = String(18460 + (process.pid % 500));
-  const dashboard = String(19460 + (process.pid % 500));
-  const hostLinks = () => spawnSync("ip", ["-o", "link"], { encoding: "utf8" }).stdout.split("\n").length;
   const linksBefore = hostLinks();
-  let child: ChildProcess | undefined;
-  t.after(async () => {
-    if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await labDown(name, { repoRoot: REPO_ROOT });
-    rmSync(dir, { recursive: true, force: true });
+  // a copy of the example: the test edits it
+  const run = await startUpLab(t, {
+    name: `u${randomBytes(3).toString("hex")}`,
+    source: join(REPO_ROOT, "examples", "quickstart"),
+    durationS: 150,
+    ports: 18460,
+    readyMs: 120_000,
   });
-
-  child = spawn(
-    process.execPath,
-    [
-      BIN,
-      "up",
-      "--dataplane",
-      "nftables",
-      "-f",
-      dir,
-      "--lab-name",
-      name,
-      "--duration",
-      "150",
-      "--refresh",
-      "1",
-      "--control-port",
-      control,
-      "--dashboard-address",
-      `127.0.0.1:${dashboard}`,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let out = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child!.once("exit", (code) => resolve(code)));
-  await until(() => out.includes("edit the files in"), 120_000, `the lab to come up: ${out}`);
-  assert.match(out, new RegExp(`network-namespace lab ${prefix}\\*`));
+  const { name, prefix, stateDir, dir, child, exited } = run;
+  const dashboard = run.dashboardPort;
+  assert.match(run.out, new RegExp(`network-namespace lab ${prefix}\\*`));
 
   const vip = (service: string) => {
-    const m = new RegExp(`${service}: ingress (\\S+?)[, ]`).exec(out);
-    assert.ok(m, `${service}'s ingress in ${out}`);
+    const m = new RegExp(`${service}: ingress (\\S+?)[, ]`).exec(run.out);
+    assert.ok(m, `${service}'s ingress in ${run.out}`);
     return m[1]!;
   };
   const client = ["node", join(stateDir, "bin", "lab-client.mjs")];
@@ -127,9 +78,9 @@ test("passlb up --dataplane nftables runs the example in the lab and leaves noth
 
   // the live view counts the web connections per pod (kernel counters on the nodes)
   await until(
-    () => /demo\/web TCP \S+:80 Local .*\| last 10s: 20 conns/.test(out),
+    () => /demo\/web TCP \S+:80 Local .*\| last 10s: 20 conns/.test(run.out),
     15_000,
-    `20 web connections in the view: ${out.slice(-2000)}`,
+    `20 web connections in the view: ${run.out.slice(-2000)}`,
   );
   // the dashboard address reaches the LB's own state inside the lab
   const state = (await (await fetch(`http://127.0.0.1:${dashboard}/api/v1/state`)).json()) as {
@@ -171,7 +122,7 @@ test("passlb up --dataplane nftables runs the example in the lab and leaves noth
       "--lab-name",
       name,
       "--control-port",
-      String(Number(control) + 1),
+      String(run.controlPort + 1),
       "--dashboard-address",
       "off",
       "--once",
@@ -192,9 +143,9 @@ test("passlb up --dataplane nftables runs the example in the lab and leaves noth
 
   const t0 = Date.now();
   child.kill("SIGINT");
-  assert.equal(await exited, 0, out.slice(-2000));
+  assert.equal(await exited, 0, run.out.slice(-2000));
   assert.ok(Date.now() - t0 < 30_000, "stops within 30 s");
-  assert.match(out, /stopped; the lab's namespaces, links and processes are removed/);
+  assert.match(run.out, /stopped; the lab's namespaces, links and processes are removed/);
   assert.deepEqual(namespaces(prefix), [], "no namespace of the lab remains");
   assert.deepEqual(pids.filter(alive), [], "no process of the lab remains");
   assert.equal(existsSync(stateDir), false, "the state directory is removed");
