@@ -13,8 +13,9 @@
  *   - the status this data plane reports is `ipMode: Proxy` (Kubernetes LoadBalancerIngress):
  *     the planner is run with that mode by the caller.
  * Counts connections, flows and bytes per Service and node (traffic-counters.ts, read with
- * `trafficTotals()`); the per-connection path allocates little beyond Node's own sockets
- * (docs/benchmarks.md "Userspace proxy").
+ * `trafficTotals()`). TCP runs on a `TcpPlumbing` (tcp-plumbing.ts): libuv's handles where
+ * this Node exposes them, node:net otherwise; the per-connection path allocates little
+ * beyond the plumbing's own objects (docs/benchmarks.md "Userspace proxy").
  * `update` is level-triggered: the listeners that should exist are opened, those no longer
  * wanted are closed, the others switch to the new forwarding state in place.
  */
