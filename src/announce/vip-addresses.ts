@@ -11,6 +11,13 @@
  * passlb's fwmark rules at 3100 (new rule added before the old one is removed, so local
  * delivery never lapses), and sets `ndisc_notify` on the interface. Nothing else on the
  * host changes. Only addresses that are VIPs passlb was asked to manage are ever removed.
+ *
+ * A held address carries a lifetime (`leaseSeconds`: the kernel's valid_lft and
+ * preferred_lft) that the announcer renews while it runs (`renew`, about once a second). If
+ * the process dies and its host does not, the kernel itself removes the addresses when the
+ * lifetime runs out, so the host stops answering ARP for VIPs a peer has taken over instead
+ * of answering beside it until the process restarts. `leaseSeconds: 0` holds addresses
+ * forever (the kernel's default).
  */
 import { spawn } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
@@ -24,6 +31,8 @@ export interface VipAddresses {
   /** which of `candidates` are on the interface now */
   held(candidates: readonly string[]): Promise<string[]>;
   add(vip: string): Promise<void>;
+  /** the held addresses are still wanted: their lifetime starts again (one command for all) */
+  renew(vips: readonly string[]): Promise<void>;
   remove(vip: string): Promise<void>;
   /** gratuitous ARP (IPv4); IPv6 is announced by the kernel on add */
   announce(vip: string): Promise<void>;
@@ -40,16 +49,20 @@ interface Run {
   stderr: string;
 }
 
-function run(cmd: string, args: readonly string[], timeoutMs = 5000): Promise<Run> {
+function run(cmd: string, args: readonly string[], input?: string, timeoutMs = 5000): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, { stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    if (input !== undefined) {
+      child.stdin?.on("error", () => {}); // a command that exits early: its code reports it
+      child.stdin?.end(input);
+    }
     let stdout = "";
     let stderr = "";
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.stdout.on("data", (b: Buffer) => {
+    child.stdout?.on("data", (b: Buffer) => {
       stdout += b.toString();
     });
-    child.stderr.on("data", (b: Buffer) => {
+    child.stderr?.on("data", (b: Buffer) => {
       stderr += b.toString();
     });
     child.on("error", (e) => {
@@ -63,8 +76,8 @@ function run(cmd: string, args: readonly string[], timeoutMs = 5000): Promise<Ru
   });
 }
 
-async function must(cmd: string, args: readonly string[], what: string): Promise<Run> {
-  const r = await run(cmd, args);
+async function must(cmd: string, args: readonly string[], what: string, input?: string): Promise<Run> {
+  const r = await run(cmd, args, input);
   if (r.code !== 0)
     throw new PasslbError("announce_failed", `${what}: ${cmd} ${args.join(" ")}: ${r.stderr.trim()}`, {
       details: { stderr: r.stderr.slice(0, 2000) },
@@ -74,8 +87,25 @@ async function must(cmd: string, args: readonly string[], what: string): Promise
 
 const prefix = (vip: string) => (isIPv6(vip) ? `${vip}/128` : `${vip}/32`);
 
-export function kernelVipAddresses(options: { interface: string; arping?: string }): VipAddresses {
+export function kernelVipAddresses(options: {
+  interface: string;
+  arping?: string;
+  /** lifetime of a held address; 0: forever */
+  leaseSeconds?: number;
+}): VipAddresses {
   const dev = options.interface;
+  const lease = options.leaseSeconds ?? 0;
+  const life = lease > 0 ? ["valid_lft", String(lease), "preferred_lft", String(lease)] : [];
+  /** `ip addr replace` arguments that hold `vip` (again), with its lifetime */
+  const hold = (vip: string) => [
+    "addr",
+    "replace",
+    prefix(vip),
+    "dev",
+    dev,
+    ...life,
+    ...(isIPv6(vip) ? ["nodad"] : []),
+  ];
   return {
     async prepare() {
       for (const family of ["-4", "-6"]) {
@@ -120,8 +150,12 @@ export function kernelVipAddresses(options: { interface: string; arping?: string
       return candidates.filter((v) => on.has(v));
     },
     async add(vip) {
-      const extra = isIPv6(vip) ? ["nodad"] : [];
-      await must("ip", ["addr", "replace", prefix(vip), "dev", dev, ...extra], `hold ${vip}`);
+      await must("ip", hold(vip), `hold ${vip}`);
+    },
+    async renew(vips) {
+      if (lease === 0 || vips.length === 0) return;
+      const batch = vips.map((v) => hold(v).join(" ")).join("\n");
+      await must("ip", ["-batch", "-"], `renew ${vips.join(", ")}`, `${batch}\n`);
     },
     async remove(vip) {
       const r = await run("ip", ["addr", "del", prefix(vip), "dev", dev]);
@@ -161,6 +195,9 @@ export function fakeVipAddresses(): VipAddresses & {
     async add(vip: string) {
       calls.push(`add ${vip}`);
       on.add(vip);
+    },
+    async renew(vips: readonly string[]) {
+      calls.push(`renew ${vips.join(",")}`);
     },
     async remove(vip: string) {
       calls.push(`remove ${vip}`);

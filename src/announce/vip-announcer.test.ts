@@ -109,3 +109,25 @@ test("VIPs adopted from a previous run are announced again after the warm-up", a
   assert.ok(one.addresses.calls.includes("announce 203.0.113.1"));
   assert.ok(!one.addresses.calls.includes("add 203.0.113.1"), "kept, not re-added");
 });
+
+test("held addresses are renewed about once a second (their lifetime runs out if the process dies)", async () => {
+  const { clock, one, two } = pair();
+  await one.a.start();
+  await two.a.start();
+  await run(clock, 1500);
+  const renewals = () => one.addresses.calls.filter((c) => c.startsWith("renew "));
+  const before = renewals().length;
+  await run(clock, 3000);
+  const during = renewals().slice(before);
+  assert.ok(during.length >= 2 && during.length <= 4, `renewed ${during.length} times in 3 s`);
+  assert.equal(
+    during.at(-1),
+    `renew ${[...one.addresses.on].sort().join(",")}`,
+    "every held VIP, in one call",
+  );
+  one.addresses.link = false; // holds nothing: nothing to renew
+  await run(clock, 300);
+  const quiet = renewals().length;
+  await run(clock, 2000);
+  assert.equal(renewals().length, quiet);
+});

@@ -28,6 +28,8 @@ export interface VipAnnouncerOptions {
   readonly intervalMs: number;
   readonly deadAfterMs: number;
   readonly handoverMs: number;
+  /** how often held addresses have their lifetime renewed (vip-addresses.ts); default 1000 */
+  readonly renewMs?: number;
   readonly quorum?: number;
   readonly onEvent?: (e: AnnounceEvent) => void;
 }
@@ -49,6 +51,7 @@ export class VipAnnouncer {
   #leaving = false;
   #timer: TimerHandle | undefined;
   readonly #reannounce = new Set<TimerHandle>();
+  #renewedAt = Number.NEGATIVE_INFINITY;
   #running: Promise<void> | undefined;
   #again = false;
   #lastLive = "";
@@ -155,6 +158,11 @@ export class VipAnnouncer {
       await o.addresses.remove(vip);
       this.#held.delete(vip);
       o.onEvent?.({ kind: "released", vip, reason: liveness.mayHold ? "owner_changed" : liveness.reason });
+    }
+    // what stays held lives on: without renewals (the process died) the kernel drops it
+    if (this.#held.size > 0 && now - this.#renewedAt >= (o.renewMs ?? 1000)) {
+      this.#renewedAt = now;
+      await o.addresses.renew([...this.#held].sort());
     }
     if (warming) return;
     // A peer (re)joined: after a partition heals it may have held our VIPs too and have

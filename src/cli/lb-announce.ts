@@ -150,7 +150,10 @@ export async function startAnnounce(
     self: config.self,
     hosts: [...peers.keys()],
     heartbeat,
-    addresses: kernelVipAddresses({ interface: config.interface }),
+    // held addresses expire 3 s after the last renewal (every second): a killed process's
+    // VIPs leave its interface by themselves (docs/vip-announce.md "What counts as a dead host")
+    addresses: kernelVipAddresses({ interface: config.interface, leaseSeconds: 3 }),
+    renewMs: 1000,
     clock: realClock(),
     intervalMs: config.intervalMs,
     deadAfterMs: config.deadAfterMs,

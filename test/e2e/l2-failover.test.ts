@@ -2,7 +2,8 @@
  * Two LB hosts on the clients' segment (docs/vip-announce.md, docs/lab.md "Several LB
  * hosts"): every VIP is held by exactly the host the election names; when the holder dies
  * (its `passlb lb` SIGKILLed and its links down: no goodbye) new connections to its VIP
- * work again through the other host within 3 s; a graceful stop hands over faster; and an
+ * work again through the other host within 3 s; when only its process dies, the VIPs leave
+ * its interface by themselves (address lifetimes); a graceful stop hands over faster; and an
  * LB host that also runs a node's DNAT (`passlb agent`, playing kube-proxy) still forwards
  * VIP traffic unchanged thanks to the NAT claim — and does not without it.
  * Root, nft, ip and arping (iputils-arping) needed; skipped with the reason otherwise. The
@@ -137,6 +138,27 @@ test("L2: election, failover within 3 s, graceful hand-over, kube-proxy coexiste
     await lab.restart("lb", holder);
     await waitForOwners(lab, elected);
   });
+
+  await t.test(
+    "only the process dies (SIGKILL, links up): its VIPs leave its interface by themselves",
+    async () => {
+      const t0 = Date.now();
+      process.kill(lbPid(holder), "SIGKILL");
+      // the peer takes over after the dead time; the killed process's address lifetime
+      // (3 s after its last renewal) then removes the VIP from the holder's interface
+      let seen = holders(lab, [vip]).get(vip) ?? [];
+      while (Date.now() - t0 < 6000 && JSON.stringify(seen) !== JSON.stringify([other])) {
+        await sleep(100);
+        seen = holders(lab, [vip]).get(vip) ?? [];
+      }
+      t.diagnostic(`${vip} held by ${JSON.stringify(seen)} ${Date.now() - t0} ms after the kill`);
+      assert.deepEqual(seen, [other], `only ${other} holds ${vip} within 6 s`);
+      const r = await lab.client("client-a", ["--target", `${vip}:80`, "--count", "20"]);
+      assert.equal(r.failed, 0, JSON.stringify(r.errors));
+      await lab.restart("lb", holder);
+      await waitForOwners(lab, elected);
+    },
+  );
 
   await t.test("a graceful stop hands over faster", async () => {
     const running = stream(vip);
