@@ -124,24 +124,32 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
   for (let i = 0; i < 40; i++) await httpGet(WEB, 8080);
 
   const profile = mkdtempSync(join(tmpdir(), "plb-chromium-"));
-  t.after(() => rmSync(profile, { recursive: true, force: true }));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1280, height: 900 },
-    timeout: 15_000,
+  const context = await chromium
+    .launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+      viewport: { width: 1280, height: 900 },
+      timeout: 15_000,
+    })
+    .catch((e: unknown) => {
+      rmSync(profile, { recursive: true, force: true });
+      throw e;
+    });
+  // the profile goes once the browser has closed (it writes there until then)
+  t.after(async () => {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
   });
-  t.after(() => context.close());
   const page = context.pages()[0] ?? (await context.newPage());
   const origin = new URL(url).origin;
   const outside: string[] = [];
