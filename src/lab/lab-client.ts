@@ -60,8 +60,11 @@ function tcpOnce(host: string, port: number): Promise<Greeting> {
   return new Promise((resolve, reject) => {
     const sock = connect({ host, port });
     let buf = "";
+    // the timeout is declared after the I/O that has already arrived is read (timers run
+    // before the poll phase, setImmediate after it): a client starved of CPU for a moment
+    // must not report a connection that did answer as timed out
     const timer = setTimeout(
-      () => sock.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })),
+      () => setImmediate(() => sock.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" }))),
       timeoutMs,
     );
     sock.setEncoding("utf8");
