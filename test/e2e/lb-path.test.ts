@@ -217,7 +217,9 @@ test("LB path: a node whose link goes down or whose agent dies stops getting new
   const vip = await lab.vip("e2e/web");
   const plan = planSnapshot(await lab.snapshot()).plans.find((p) => p.service === "e2e/web")!;
   const check = plan.healthChecks[0]!;
-  const boundMs = (check.intervalSeconds * check.unhealthyThreshold + 1) * 1000;
+  // the prober's worst case (docs/health.md: interval × unhealthyThreshold + timeout), plus
+  // 1 s for the LB to program the change and for a loaded machine's late timers
+  const boundMs = (check.intervalSeconds * check.unhealthyThreshold + check.timeoutSeconds + 1) * 1000;
   const stream = (ms: number) =>
     lab.client("client-a", [
       "--mode",
@@ -254,7 +256,7 @@ test("LB path: a node whose link goes down or whose agent dies stops getting new
     assert.deepEqual(
       late.filter((e) => !e.ok || e.node === "node-a2"),
       [],
-      `${what}: node-a2 still got new connections (or they failed) later than interval × unhealthyThreshold + 1 s (${boundMs} ms)`,
+      `${what}: node-a2 still got new connections (or they failed) later than interval × unhealthyThreshold + timeout + 1 s (${boundMs} ms)`,
     );
     if (what === "link goes down") lab.link("node-a2", true);
   }
