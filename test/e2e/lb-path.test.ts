@@ -6,6 +6,7 @@
  * removed when the test ends, pass or fail.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { planSnapshot } from "../../src/plan/planner.ts";
 import { labUnavailable, sleep, startLab } from "./lab-harness.ts";
@@ -253,8 +254,21 @@ test("LB path: a node whose link goes down or whose agent dies stops getting new
     const { events } = await running;
     const late = events.filter((e) => e.t > failedAt + boundMs);
     assert.ok(late.length > 40, `${what}: only ${late.length} connections after the bound`);
+    const wrong = late.filter((e) => !e.ok || e.node === "node-a2");
+    if (wrong.length > 0) {
+      // what to look at when this fails: the connections per half second (2: node-a2,
+      // x: failed, .: another node) and the LB's log (prober transitions, syncs)
+      const slots = new Map<number, string>();
+      for (const e of events) {
+        const k = Math.floor(e.t / 500) * 500;
+        slots.set(k, (slots.get(k) ?? "") + (e.ok ? (e.node === "node-a2" ? "2" : ".") : "x"));
+      }
+      const log = readFileSync(lab.state.processes.find((p) => p.role === "lb")!.log, "utf8");
+      t.diagnostic(`${what}: ${[...slots].map(([k, v]) => `${k}:${v}`).join(" ")}`);
+      t.diagnostic(`LB log, last lines:\n${log.split("\n").slice(-40).join("\n")}`);
+    }
     assert.deepEqual(
-      late.filter((e) => !e.ok || e.node === "node-a2"),
+      wrong,
       [],
       `${what}: node-a2 still got new connections (or they failed) later than interval × unhealthyThreshold + timeout + 1 s (${boundMs} ms)`,
     );
