@@ -9,6 +9,7 @@
  * lb-kube.ts, docs/kubernetes.md): the API server is the input, watched; VIPs come from
  * Service status only; both data planes follow every change.
  */
+
 import type { Command } from "commander";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
@@ -22,6 +23,7 @@ import { addNftablesOptions, type KubeLbRun, type NftLbFlags, runNftablesLb } fr
 import { runUserspaceKube } from "./lb-userspace-kube.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
+import { runUntil } from "./run-until.ts";
 import type { RunEnv } from "./up-command.ts";
 
 interface LbOptions extends NftLbFlags, ObservabilityFlags {
@@ -146,14 +148,7 @@ export function registerLbCommand(
     if (dashboard) io.stdout(`  dashboard: ${dashboard} (metrics at ${dashboard}metrics)\n`);
     for (const p of plans)
       for (const v of p.vips) io.stdout(`  ${p.service}: ingress ${v.address} ipMode ${p.ipMode}\n`);
-    const signal = env.shutdownSignal();
-    await new Promise<void>((resolve) => {
-      const t = opts.duration ? setTimeout(resolve, Number(opts.duration) * 1000) : undefined;
-      signal.addEventListener("abort", () => {
-        if (t) clearTimeout(t);
-        resolve();
-      });
-    });
+    await runUntil(env.shutdownSignal(), opts.duration);
     await prober.close();
     await lb.close();
     await obs.close();

@@ -8,6 +8,7 @@
  *
  * Wiring only (the manifest mode stays in lb-command.ts, unchanged).
  */
+
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { describeTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
 import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
@@ -19,6 +20,7 @@ import { poolUsage } from "../web/pool-usage.ts";
 import type { KubeLbRun } from "./lb-nftables.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
+import { runUntil } from "./run-until.ts";
 import type { RunEnv } from "./up-command.ts";
 
 export interface UserspaceKubeFlags {
@@ -99,14 +101,7 @@ export async function runUserspaceKube(
   });
   const dashboard = await obs.serve();
   if (dashboard) io.stdout(`  dashboard: ${dashboard} (metrics at ${dashboard}metrics)\n`);
-  const signal = env.shutdownSignal();
-  await new Promise<void>((resolve) => {
-    const t = opts.duration ? setTimeout(resolve, Number(opts.duration) * 1000) : undefined;
-    signal.addEventListener("abort", () => {
-      if (t) clearTimeout(t);
-      resolve();
-    });
-  });
+  await runUntil(env.shutdownSignal(), opts.duration);
   await kube.source.close();
   await first;
   await chain;

@@ -112,17 +112,16 @@ export function spliceTcp(
   }
   const readBuffer = firstReadBuffer();
   handOut = readBuffer; // what the socket's constructor takes through TARGET_READS.buffer
-  const onread = TARGET_READS;
   const upstream: Tracked = connect(
     options.localAddress === undefined
-      ? { host: target.host, port: target.port, allowHalfOpen: true, noDelay: true, onread }
+      ? { host: target.host, port: target.port, allowHalfOpen: true, noDelay: true, onread: TARGET_READS }
       : {
           host: target.host,
           port: target.port,
           allowHalfOpen: true,
           noDelay: true,
           localAddress: options.localAddress,
-          onread,
+          onread: TARGET_READS,
         },
   );
   const s = new Splice(
