@@ -17,6 +17,7 @@ import {
   CustomObjectsApi,
   type KubeConfig,
   type V1Lease,
+  V1MicroTime,
   type V1Service,
 } from "@kubernetes/client-node";
 import { PasslbError } from "../errors.ts";
@@ -212,8 +213,11 @@ const leaseRecord = (l: V1Lease): LeaseRecord => {
 const leaseSpec = (s: LeaseSpec): NonNullable<V1Lease["spec"]> => ({
   ...(s.holderIdentity == null ? {} : { holderIdentity: s.holderIdentity }),
   ...(s.leaseDurationSeconds == null ? {} : { leaseDurationSeconds: s.leaseDurationSeconds }),
-  ...(s.acquireTime == null ? {} : { acquireTime: new Date(s.acquireTime) }),
-  ...(s.renewTime == null ? {} : { renewTime: new Date(s.renewTime) }),
+  // MicroTime on the wire: RFC 3339 with exactly six fractional digits (apimachinery
+  // pkg/apis/meta/v1/micro_time.go, RFC3339Micro); a plain Date serialises milliseconds,
+  // which kube-apiserver refuses with 400. client-node's V1MicroTime writes six digits.
+  ...(s.acquireTime == null ? {} : { acquireTime: new V1MicroTime(s.acquireTime) }),
+  ...(s.renewTime == null ? {} : { renewTime: new V1MicroTime(s.renewTime) }),
   ...(s.leaseTransitions == null ? {} : { leaseTransitions: s.leaseTransitions }),
 });
 
