@@ -22,6 +22,8 @@ export interface ElectorEvents {
   readonly onLeading?: (leading: boolean) => void;
   /** a Lease call failed (not a lost race) */
   readonly onError?: (error: unknown) => void;
+  /** an attempt ended without error: renewed, took over, lost a race or waits for the holder */
+  readonly onSettled?: () => void;
 }
 
 export class LeaseElector {
@@ -101,7 +103,10 @@ export class LeaseElector {
     this.#resourceVersion = current?.resourceVersion;
     const { state, decision } = leaseStep(this.#state, current?.spec, now, this.#config);
     this.#state = state;
-    if (decision.action === "wait") return;
+    if (decision.action === "wait") {
+      this.#settled();
+      return;
+    }
     try {
       const written =
         decision.action === "create"
@@ -115,6 +120,17 @@ export class LeaseElector {
       const conflict = code === "api_conflict";
       this.#state = afterLeaseWrite(this.#state, undefined, now, conflict ? "conflict" : "error");
       if (!conflict) this.#events.onError?.(e);
+      else this.#settled();
+      return;
+    }
+    this.#settled();
+  }
+
+  #settled(): void {
+    try {
+      this.#events.onSettled?.();
+    } catch (e) {
+      this.#events.onError?.(e);
     }
   }
 
