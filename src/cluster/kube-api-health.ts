@@ -184,7 +184,15 @@ export function kubeApiReport(failing: readonly FailingChannel[], nowMs: number)
 }
 
 /** One line per failing channel: the body of `/readyz` and the text of `kubectl passlb status`. */
-export function failingLine(f: KubeApiReport["failing"][number]): string {
+export function failingLine(f: {
+  readonly channel: string;
+  readonly forSeconds: number;
+  readonly failures: number;
+  readonly verb: string;
+  readonly resource: string;
+  readonly code: string;
+  readonly message: string;
+}): string {
   return `${f.channel} failing for ${f.forSeconds}s (${f.failures} in a row, last ${f.verb} ${f.resource}: ${f.code}): ${f.message}`;
 }
 
