@@ -74,6 +74,11 @@ test("codes: HTTP status or unreachable; 409 and 404 are answers, not faults", (
   assert.equal(isChannelFault(409), false);
   assert.equal(isChannelFault(404), false);
   assert.equal(isChannelFault(403), true);
+  assert.equal(
+    isChannelFault(409, "lease"),
+    true,
+    "on the Lease a race lost for the lease duration is stuck",
+  );
   assert.equal(isChannelFault(undefined), true);
 });
 

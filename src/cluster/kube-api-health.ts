@@ -16,7 +16,8 @@
  *     loop's backoff and is not yet news; three are).
  * A lost race (409 Conflict) and a vanished object (404) are neither failure nor success:
  * the caller retries or has nothing left to do (apimachinery's StatusReasonConflict and
- * NotFound are answers, not faults).
+ * NotFound are answers, not faults) — except on the Lease, where only an attempt that ended
+ * well (renewed, took over, or saw a live holder and waits) clears the channel.
  *
  * Pure: time is an argument, state is a value. Deliberately not here: counting metrics,
  * logging, serving (cli/kube-api-monitor.ts).
@@ -94,8 +95,12 @@ export function kubeApiCode(status: number | undefined): string {
     : "unreachable";
 }
 
-/** Whether an answer with this HTTP status is a fault of the channel (see the header). */
-export function isChannelFault(status: number | undefined): boolean {
+/** Whether an answer with this HTTP status is a fault of the channel (see the header). For
+ * the Lease every refusal counts — the duration rule keeps a race lost once from mattering,
+ * but a replica that keeps losing it (409 on every write, nobody else holding the Lease)
+ * for longer than the lease duration is as stuck as one that is refused. */
+export function isChannelFault(status: number | undefined, channel?: KubeApiChannel): boolean {
+  if (channel === "lease") return true;
   return status !== 409 && status !== 404;
 }
 

@@ -22,7 +22,7 @@ export interface ElectorEvents {
   readonly onLeading?: (leading: boolean) => void;
   /** a Lease call failed (not a lost race) */
   readonly onError?: (error: unknown) => void;
-  /** an attempt ended without error: renewed, took over, lost a race or waits for the holder */
+  /** an attempt ended well: renewed, took over, or waits for a live holder */
   readonly onSettled?: () => void;
 }
 
@@ -119,8 +119,8 @@ export class LeaseElector {
       const code = (e as { code?: string }).code;
       const conflict = code === "api_conflict";
       this.#state = afterLeaseWrite(this.#state, undefined, now, conflict ? "conflict" : "error");
+      // a lost race settles nothing yet: the next read shows the winner (and the wait is a success)
       if (!conflict) this.#events.onError?.(e);
-      else this.#settled();
       return;
     }
     this.#settled();

@@ -6,7 +6,7 @@
  * Writes report success and failure; reads (a re-read after a 409, the Lease read before
  * each election step) report only failures — a read that works says nothing about the write
  * that follows. The Lease channel's successes come from the elector (an attempt that ended
- * in a renewal, a takeover, a lost race or a wait for another holder: controller-runtime.ts).
+ * in a renewal, a takeover or a wait for a live holder: controller-runtime.ts).
  */
 import type { KubeApiCallSink, KubeApiChannel } from "../cluster/kube-api-health.ts";
 import type { ControllerApi, LeaseApi } from "./kube-controller-api.ts";

@@ -63,7 +63,7 @@ export class KubeApiMonitor implements KubeApiCallSink {
     const status = statusOf(error);
     const code = kubeApiCode(status);
     this.#o.metrics.kubeApiError(call.verb, call.resource, code);
-    if (!isChannelFault(status)) return;
+    if (!isChannelFault(status, channel)) return;
     const message = error instanceof Error ? error.message : String(error);
     this.#state = recordKubeApiFailure(this.#state, channel, { ...call, code, message }, this.#o.now());
     this.#check();
