@@ -221,3 +221,18 @@ test("pool status: conditions' lastTransitionTime to the second", async (t) => {
   assert.equal(put?.path, "/apis/passlb.io/v1alpha1/loadbalancerippools/main/status");
   assert.match(put?.body.status.conditions[0].lastTransitionTime, TIME);
 });
+
+test("EndpointSlices carry no time field of passlb's: the metadata read from the server goes back unchanged", () => {
+  const slice = {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: { name: "web-abcde", namespace: "shop", creationTimestamp: "2026-11-30T08:00:00Z" },
+    addressType: "IPv4",
+    endpoints: [{ addresses: ["198.51.100.5"], conditions: { ready: true } }],
+    ports: [{ port: 8080, protocol: "TCP" }],
+  };
+  const sent = JSON.parse(JSON.stringify(ObjectSerializer.serialize(slice, "V1EndpointSlice", "")));
+  assert.equal(sent.metadata.creationTimestamp, "2026-11-30T08:00:00Z");
+  const times = JSON.stringify(sent).match(/\d{4}-\d{2}-\d{2}T[^"]*/g);
+  assert.deepEqual(times, ["2026-11-30T08:00:00Z"], "no other time on the wire");
+});
