@@ -13,7 +13,8 @@
  *     renewals end at RenewDeadline; followers take over after LeaseDuration);
  *   - writes (`service_writes`, `pool_status`, `events`, `endpointslices`) and `reads`:
  *     three failures in a row with no success between (one refused write is retried by the
- *     loop's backoff and is not yet news; three are).
+ *     loop's backoff and is not yet news; three are); for reads, only a success of the
+ *     resource that failed clears the channel (recordKubeApiSuccess).
  * A lost race (409 Conflict) and a vanished object (404) are neither failure nor success:
  * the caller retries or has nothing left to do (apimachinery's StatusReasonConflict and
  * NotFound are answers, not faults) — except on the Lease, where only an attempt that ended

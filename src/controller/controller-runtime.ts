@@ -8,6 +8,11 @@
  * With `manageEndpointSlices` it also watches Pods and writes passlb's own EndpointSlices for
  * the Services it owns (slice-sync.ts).
  *
+ * With `apiCalls`, every request's outcome goes to that sink (observed-api.ts for the loop's
+ * and the elector's, source-reads-report.ts for the source's lists and watches, SliceSync's
+ * own), which turns repeated refusals into the loud failure signals (docs/kubernetes.md
+ * "When the API server refuses").
+ *
  * Deliberately not here: flags, logging format, process signals (cli/controller-command.ts).
  */
 import type { KubeConfig } from "@kubernetes/client-node";
