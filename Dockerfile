@@ -5,10 +5,14 @@
 # Two stages: the build compiles the TypeScript to dist/ and keeps only the runtime
 # dependencies; the runtime image adds the kernel tools the LB host drives. The default user
 # is an unprivileged one (65532), which is all the controller needs. The LB DaemonSet runs
-# as root with NET_ADMIN and NET_RAW (nftables, addresses, policy routes, gratuitous ARP and
-# unsolicited neighbour advertisements): deploy/lb-daemonset.yaml sets that explicitly.
+# as root with NET_ADMIN and NET_RAW (nftables, addresses, policy routes, gratuitous ARP):
+# deploy/lb-daemonset.yaml sets that explicitly.
+#
+# Node.js 24 (LTS, supported until 2028-04-30) on Debian 13 "trixie": node:20 reached its
+# end of life on 2026-04-30. The code also runs on Node 20 and 22 (package.json `engines`,
+# docs/install.md "Node.js versions"); CI runs 20.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-trixie-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -16,11 +20,12 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim
-# nftables: the data plane; iproute2: addresses and policy routes; iputils-arping and ndisc6
-# (ndsend): announce a VIP this host takes over on the L2 segment.
+FROM node:24-trixie-slim
+# nftables: the data plane; iproute2: addresses and policy routes; iputils-arping: the
+# gratuitous ARP for a VIP this host takes over on the L2 segment (IPv6 needs no tool: the
+# kernel sends the unsolicited neighbour advertisement itself, src/announce/vip-addresses.ts).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping ndisc6 \
+  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/passlb
 ENV NODE_ENV=production

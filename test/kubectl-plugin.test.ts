@@ -134,6 +134,13 @@ test("status: VIPs and conditions from the API server, nodes as the reachable LB
     assert.equal(r.code, 1, "an unreachable LB host makes the exit code 1");
     assertGolden(join(FIXTURES, "status.txt"), r.stdout);
     assert.match(r.stderr, /LB host passlb-lb-m4t9c on node lb-2 is unreachable/);
+    // the controller cannot take its Lease: said with the server's message, and in the exit code
+    assert.match(
+      r.stdout,
+      /passlb-controller-6d9f8c-q2w7r {2}node cp-1 {2}up 0m47s, KUBERNETES API FAILING\n {6}lease failing for 46s/,
+    );
+    assert.match(r.stdout, /cannot parse "\.611Z" as "\.000000"/);
+    assert.match(r.stderr, /warning: passlb-controller-6d9f8c-q2w7r: the API server refuses/);
     const json = await plugin(["status", "web", "-o", "json"], fake.env);
     const report = JSON.parse(json.stdout) as {
       lbHosts: { pod: string; reachable: boolean; error?: string }[];
@@ -161,12 +168,16 @@ test("status: VIPs and conditions from the API server, nodes as the reachable LB
   });
 });
 
-test("status: every LB host reachable → exit 0", async () => {
+test("status: every LB host and controller pod reachable, no API failure → exit 0", async () => {
   await withFake(
     {
       "get --raw /api/v1/namespaces/passlb-system/pods/passlb-lb-m4t9c:9797/proxy/api/v1/state": {
         stdout: "state-lb-1.json",
       },
+      "get --raw /api/v1/namespaces/passlb-system/pods/passlb-controller-6d9f8c-q2w7r:9797/proxy/api/v1/state":
+        {
+          stdout: "state-controller-ok.json",
+        },
     },
     async (fake) => {
       const r = await plugin(["status", "web"], fake.env);

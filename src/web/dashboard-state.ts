@@ -13,6 +13,8 @@
  * Pure: `now` and every count arrive as data; no clock, no I/O. Not here: collecting the
  * counts (the data planes), serving (dashboard-server.ts), drawing (assets/dashboard.html).
  */
+
+import type { KubeApiReport } from "../cluster/kube-api-health.ts";
 import type { HealthLookup, ListenerForwarding, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import { NO_BACKEND, slotShares } from "../dataplane/maglev.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
@@ -50,6 +52,8 @@ export interface DashboardInput {
   readonly events: readonly DashboardEvent[];
   /** findings not tied to a plan (config, data plane, agents) */
   readonly issues: readonly Finding[];
+  /** Kubernetes mode: whether the API calls are failing (cluster/kube-api-health.ts) */
+  readonly kubeApi?: KubeApiReport;
 }
 
 export interface DashboardNode {
@@ -129,6 +133,8 @@ export interface DashboardState {
   /** newest last */
   readonly events: readonly (Omit<DashboardEvent, "at"> & { readonly at: string })[];
   readonly issues: readonly Finding[];
+  /** Kubernetes mode only: the API calls' failing channels (docs/kubernetes.md) */
+  readonly kubeApi?: KubeApiReport;
 }
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
@@ -158,6 +164,7 @@ export function dashboardState(input: DashboardInput): DashboardState {
     services,
     events: input.events.map((e) => ({ ...e, at: new Date(e.at).toISOString() })),
     issues: [...input.issues],
+    ...(input.kubeApi && { kubeApi: input.kubeApi }),
   };
 }
 

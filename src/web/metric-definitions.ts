@@ -160,6 +160,18 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["resource", "reason"] as const,
       registers: r,
     }),
+    kubeApiErrors: new Counter({
+      name: "passlb_kube_api_errors_total",
+      help: "Kubernetes API requests the server refused or did not answer, by verb, resource and code (HTTP status, or unreachable).",
+      labelNames: ["verb", "resource", "code"] as const,
+      registers: r,
+    }),
+    kubeApiFailing: new Gauge({
+      name: "passlb_kube_api_failing",
+      help: "1 while a channel of Kubernetes API calls is failing (lease, service_writes, pool_status, events, endpointslices, reads; docs/kubernetes.md).",
+      labelNames: ["channel"] as const,
+      registers: r,
+    }),
     poolSize: new Gauge({
       name: "passlb_ip_pool_addresses",
       help: "Addresses an IP pool can hand out, by pool and family.",

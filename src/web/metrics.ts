@@ -129,6 +129,16 @@ export class Metrics {
     this.#m.watchRestarts.inc({ resource, reason });
   }
 
+  /** a Kubernetes API request refused (`code`: HTTP status) or unanswered (`unreachable`) */
+  kubeApiError(verb: string, resource: string, code: string): void {
+    this.#m.kubeApiErrors.inc({ verb, resource, code });
+  }
+
+  /** whether a channel of API calls is failing now (kube-api-health.ts) */
+  kubeApiFailing(channel: string, failing: boolean): void {
+    this.#m.kubeApiFailing.set({ channel }, failing ? 1 : 0);
+  }
+
   ipPool(pool: string, family: string, size: number, used: number): void {
     this.#m.poolSize.set({ pool, family }, size);
     this.#m.poolUsed.set({ pool, family }, used);

@@ -15,11 +15,15 @@
  *                            last read count towards the recent shares
  *   finding(f)               a finding (plan issue, agent, data plane)
  *   note(event)              anything else worth showing (reload, agent stopped)
+ *   kubeApi(report)          Kubernetes mode: the API calls' failing channels, in `state()`
+ *                            and `readiness()` (`/readyz`)
  *   state()                  the `/api/v1/state` view (dashboard-state.ts)
  *
  * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
  * `maxEvents` events are kept. Time comes from the injected `now`.
  */
+
+import type { KubeApiReport } from "../cluster/kube-api-health.ts";
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
@@ -198,6 +202,18 @@ export class Observer {
     this.#o.logger.log(LOG_LEVEL[severity], fields, message);
   }
 
+  /** Kubernetes mode: where the API calls' health comes from (web/kube-api-monitor.ts) */
+  kubeApi(report: () => KubeApiReport): void {
+    this.#kubeApi = report;
+  }
+
+  #kubeApi: (() => KubeApiReport) | undefined;
+
+  /** `/readyz`: ready unless a channel of API calls is failing (always ready outside Kubernetes mode) */
+  readiness(): KubeApiReport {
+    return this.#kubeApi?.() ?? { ready: true, failing: [] };
+  }
+
   state(): DashboardState {
     const now = this.#o.now();
     const windowMs = this.#o.windowMs ?? 10_000;
@@ -228,6 +244,7 @@ export class Observer {
       recentConnections: recent,
       events: this.#events,
       issues: [...this.#issues.values()],
+      ...(this.#kubeApi && { kubeApi: this.#kubeApi() }),
     });
   }
 }
