@@ -40,7 +40,7 @@ function reflector(api: FakeApiServer, pageSize: number) {
     path: "/api/v1/pods",
     kind: "Pod",
     apiVersion: "v1",
-    transport: clientNodeTransport(api.kubeConfig()),
+    transport: clientNodeTransport(api.kubeConfig("controller")),
     clock: realClock(),
     random: Math.random,
     backoff: { initialMs: 20, maxMs: 200 },
@@ -71,7 +71,7 @@ test("a list longer than the limit comes in pages from one snapshot, at the firs
       api.remove("v1", "Pod", "pod-000", "shop");
     }
   };
-  const list = await clientNodeTransport(api.kubeConfig()).list("/api/v1/pods", { limit: 50 });
+  const list = await clientNodeTransport(api.kubeConfig("controller")).list("/api/v1/pods", { limit: 50 });
   assert.deepEqual(pages, [50, 50, 20]);
   assert.equal(api.count("list", "pods"), 3);
   assert.equal(list.items.length, PODS);
@@ -83,7 +83,7 @@ test("a list longer than the limit comes in pages from one snapshot, at the firs
   assert.equal(api.openLists, 0, "the fake dropped the finished list's snapshot");
 
   api.resetCounts();
-  const whole = await clientNodeTransport(api.kubeConfig()).list("/api/v1/pods", { limit: 0 });
+  const whole = await clientNodeTransport(api.kubeConfig("controller")).list("/api/v1/pods", { limit: 0 });
   assert.equal(api.count("list", "pods"), 1);
   assert.equal(whole.items.length, PODS);
 });
@@ -147,11 +147,15 @@ test("the source lists Pods in pages of its pageSize; an expired token is counte
     if (p.resource === "pods" && p.page === 1) api.expireContinueTokens();
   };
   const restarts: string[] = [];
-  const source = kubeSource(api, {
-    pods: true,
-    pageSize: 40,
-    onRestart: (resource, reason) => restarts.push(`${resource} ${reason}`),
-  });
+  const source = kubeSource(
+    api,
+    {
+      pods: true,
+      pageSize: 40,
+      onRestart: (resource, reason) => restarts.push(`${resource} ${reason}`),
+    },
+    "controller",
+  );
   t.after(() => source.close());
   let pods = 0;
   await source.start({

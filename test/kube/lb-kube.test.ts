@@ -37,7 +37,7 @@ test("passlb lb in Kubernetes mode, userspace data plane", { timeout: 30_000 }, 
   const dir = await mkdtemp(join(tmpdir(), "plb-kube-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const kubeconfig = join(dir, "kubeconfig");
-  await writeFile(kubeconfig, api.kubeconfigYaml());
+  await writeFile(kubeconfig, api.kubeconfigYaml("lb"));
   // loopback VIPs on a free-ish high port: the LB binds them without root
   const web = api.find("v1", "Service", "web", "shop")!;
   api.put({

@@ -1,45 +1,63 @@
 /**
- * Test-only: an in-memory Kubernetes API server over plain HTTP on 127.0.0.1, enough of the
- * real protocol for @kubernetes/client-node (KubeConfig, the generated APIs, Watch,
- * ListWatch) and for passlb's sources and controller to run against it.
+ * Test-only: an in-memory Kubernetes API server over plain HTTP on 127.0.0.1, as strict as
+ * kube-apiserver on everything passlb sends or reads, for @kubernetes/client-node (KubeConfig,
+ * the generated APIs, Watch, ListWatch), for passlb's sources and controller, and for the
+ * real `kubectl` (discovery, -o json lists, get --raw through the pod proxy).
  *
- * Protocol (Kubernetes API concepts, https://kubernetes.io/docs/reference/using-api/api-concepts/):
- * - paths /api/v1/[namespaces/NS/]RESOURCE[/NAME[/status]] and /apis/GROUP/VERSION/…;
- *   discovery (/api, /apis, /api/v1, /apis/G/V, /version).
- * - list: `{kind: XList, metadata: {resourceVersion}, items}` (built-in items without
- *   kind/apiVersion, as the real server sends them); labelSelector, fieldSelector;
- *   `limit`/`continue` paging from a snapshot per list (fake-api-pages.ts).
- * - watch (`?watch=true&resourceVersion=RV`): chunked JSON lines `{type, object}`; from ""
- *   or "0" the current objects come first as ADDED; from an RV older than the compaction
- *   point an ERROR event with a 410 Status (or, with `goneAs: "http"`, an HTTP 410);
- *   timeoutSeconds closes the stream; BOOKMARKs on request (`bookmark()`).
- * - get, create (POST), update (PUT, 409 on a stale metadata.resourceVersion), patch
- *   (json-patch, merge-patch; strategic merge as merge), delete (finalizers honoured).
- * - auth: none, or a bearer token (`token` option; anything else is 401).
+ * Each rule lives in one file with its upstream source cited there:
+ * - fake-api-routes.ts: paths /api/v1/[namespaces/NS/]RES[/NAME[/status]], /apis/G/V/…, verbs.
+ * - fake-api-resources.ts: the resources, discovery documents, field selector labels per
+ *   resource, /status strategies; the custom resource from deploy/'s CRD.
+ * - fake-api-rbac.ts: bearer tokens → users (401 for an unknown one), every request
+ *   authorized against the Roles/ClusterRoles/bindings in deploy/, 403 with the real words.
+ * - fake-api-wire.ts: decoding of MicroTime (six fractional digits), Time (RFC 3339),
+ *   int32/int64/bool, int-or-string: 400 `… cannot be handled as a Lease: parsing time …`.
+ * - fake-api-schema.ts: custom resources pruned and defaulted by the CRD's structural
+ *   schema, fieldValidation Strict (400) / Warn (a `Warning` header), schema validation.
+ * - fake-api-validation.ts (+ fake-api-field-errors.ts): ObjectMeta, names and
+ *   generateName, Service status, EndpointSlice, Event, Lease — 422 Invalid.
+ * - fake-api-store.ts: resourceVersions, 409 Conflict on a stale one, 409 AlreadyExists,
+ *   subresource resets, finalizers and deletionTimestamp, no new finalizers once deleting,
+ *   namespace lifecycle, 415 for strategic merge on custom resources, watch history / 410.
+ * - fake-api-patch.ts: JSON patch (with `test`), merge patch (null deletes), selectors.
+ * - fake-api-pages.ts: limit/continue paging from a snapshot, 410 on an expired token.
+ * - fake-api-watch.ts: watch streams; the server ends them itself; BOOKMARKs.
+ * - fake-api-admission.ts: the per-request glue (decode, validate, field selector labels).
+ *
+ * Identities (fake-api-rbac.ts DEFAULT_USERS): `kubeConfig("controller")` and
+ * `kubeConfig("lb")` are the ServiceAccounts deploy/ binds for passlb controller and
+ * passlb lb; "admin" is in system:masters (test set-up and assertions); "jane" has no rights.
+ *
+ * Not emulated, and why: TLS (client-node and kubectl are pointed at http://127.0.0.1 with
+ * verification off; TLS is the client library's concern, not passlb's), server-side apply
+ * (passlb does not use it), admission webhooks and quota (none in a default install),
+ * protobuf (client-node speaks JSON), the Service ClusterIP/NodePort allocators and Service
+ * spec validation (passlb never writes a Service spec; fixtures come in through put()),
+ * unknown fields of built-in types (client-node's typed models send none),
+ * resource.Quantity (passlb writes none), OpenAPI documents (kubectl get needs none).
  *
  * Test hooks: stop()/start() (same port, objects kept; open watches cut), closeWatches(),
- * compact(), failNext() (the next N matching requests answer with an error), count() of
- * requests per verb and resource, put()/remove() to change objects without the API rules,
- * waitForWatches(), kubeConfig() / kubeconfigYaml(); for paged lists expireContinueTokens()
- * and `onListPage` (runs as each page is cut, so a test can write or expire mid-list).
- *
- * Deliberately not: TLS, server-side apply, admission, RBAC, protobuf, the
- * Service ClusterIP/NodePort allocators (tests give those fields themselves).
+ * compact(), bookmark(), failNext() (the next N matching requests answer with an error),
+ * count() of requests per verb and resource, requests() (who asked what, and the answer),
+ * put()/remove() to change objects without the API rules, waitForWatches(), kubeConfig(as) /
+ * kubeconfigYaml(as); for paged lists expireContinueTokens() and `onListPage`; `rbac` for
+ * the grants used; `podProxy` answers /pods/NAME:PORT/proxy/PATH.
  *
  * Example:
  *   const api = new FakeApiServer();
  *   await api.start();
  *   t.after(() => api.close());
  *   api.put({ apiVersion: "v1", kind: "Node", metadata: { name: "n1" }, status: {...} });
- *   const kc = api.kubeConfig();
- *   const core = kc.makeApiClient(CoreV1Api);
+ *   const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
  *   api.failNext({ verb: "patch", resource: "services", subresource: "status", status: 409 });
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
+import { checkFieldSelector, requestAdmission, selectorName } from "./fake-api-admission.ts";
 import { FakeListPages } from "./fake-api-pages.ts";
 import { selectorMatcher } from "./fake-api-patch.ts";
+import { ANONYMOUS, DEFAULT_USERS, FakeRbac, type FakeUser } from "./fake-api-rbac.ts";
 import {
   apiVersionOf,
   discoveryDocument,
@@ -49,16 +67,16 @@ import {
 } from "./fake-api-resources.ts";
 import {
   type FakeVerb,
-  findByKey,
   parseBody,
   parseRoute,
   type Reply,
-  type Route,
   reply,
   sendJson,
   verbOf,
 } from "./fake-api-routes.ts";
-import { ApiStatusError, FakeApiStore, type Obj, type WatchType } from "./fake-api-store.ts";
+import { fieldValidationOf } from "./fake-api-schema.ts";
+import { ApiStatusError, FakeApiStore, type Obj } from "./fake-api-store.ts";
+import { type OpenWatch, serveWatch } from "./fake-api-watch.ts";
 
 export interface FailureRule {
   /** one verb or several; any when left out */
@@ -85,21 +103,37 @@ export interface ListPageInfo {
   readonly more: boolean;
 }
 
+/** who the kubeconfig speaks as: a token of DEFAULT_USERS or of the `users` option */
+export type FakeIdentity = "admin" | "controller" | "lb" | "jane" | (string & {});
+
+/** one request as the server saw it */
+export interface RequestRecord {
+  readonly user: string;
+  readonly verb: string;
+  readonly resource: string;
+  readonly subresource: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly status: number;
+  readonly message: string;
+}
+
+/** what `podProxy` answers for GET /api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/PATH */
+export type PodProxy = (namespace: string, pod: string, port: string, path: string) => Reply;
+
 export interface FakeApiServerOptions {
-  /** require `Authorization: Bearer <token>` */
-  readonly token?: string;
+  /** more bearer tokens and their users, on top of DEFAULT_USERS */
+  readonly users?: Record<string, FakeUser>;
+  /** the RBAC to authorize with (default: deploy/'s) */
+  readonly rbac?: FakeRbac;
+  /** the server ends every watch after this long, whatever timeoutSeconds asked (default 15) */
+  readonly maxWatchSeconds?: number;
+  /** BOOKMARK every this many ms on watches that allow them (default 5000; 0: only bookmark()) */
+  readonly bookmarkMs?: number;
   /** clock for creationTimestamp / deletionTimestamp */
   readonly now?: () => Date;
   /** how an expired watch is answered: an ERROR event in a 200 stream (default) or HTTP 410 */
   readonly goneAs?: "event" | "http";
-}
-
-interface OpenWatch {
-  readonly key: string;
-  readonly bookmarks: boolean;
-  readonly res: ServerResponse;
-  /** graceful: end the stream; otherwise only detach it (the socket is about to be cut) */
-  readonly stop: (graceful?: boolean) => void;
 }
 
 const REASONS: Record<number, string> = {
@@ -120,8 +154,14 @@ export class FakeApiServer {
   goneAs: "event" | "http";
   /** Test hook: called as each list answer is cut, before it is sent. */
   onListPage: ((info: ListPageInfo) => void) | undefined;
+  /** Test hook: answers the pod proxy (kubectl get --raw …/pods/NAME:PORT/proxy/…); 503 without */
+  podProxy: PodProxy | undefined;
+  readonly rbac: FakeRbac;
+  readonly #users: Record<string, FakeUser>;
+  readonly #maxWatchSeconds: number;
+  readonly #bookmarkMs: number;
+  readonly #requests: RequestRecord[] = [];
   readonly #pages = new FakeListPages();
-  readonly #token: string | undefined;
   #server: Server | undefined;
   #port = 0;
   readonly #sockets = new Set<Socket>();
@@ -131,7 +171,14 @@ export class FakeApiServer {
 
   constructor(options: FakeApiServerOptions = {}) {
     this.store = new FakeApiStore(options.now);
-    this.#token = options.token;
+    this.rbac = options.rbac ?? new FakeRbac();
+    this.#users = { ...DEFAULT_USERS, ...(options.users ?? {}) };
+    this.#maxWatchSeconds = options.maxWatchSeconds ?? 15;
+    this.#bookmarkMs = options.bookmarkMs ?? 5000;
+    // kube-apiserver makes these at start (kubernetes pkg/controlplane/controller/systemnamespaces)
+    for (const name of ["default", "kube-system", "kube-public", "kube-node-lease"]) {
+      this.put({ apiVersion: "v1", kind: "Namespace", metadata: { name }, status: { phase: "Active" } });
+    }
     this.goneAs = options.goneAs ?? "event";
   }
 
@@ -180,10 +227,10 @@ export class FakeApiServer {
     return this.#server !== undefined;
   }
 
-  /** A KubeConfig for @kubernetes/client-node pointing at this server. */
-  kubeConfig(): KubeConfig {
+  /** A KubeConfig for @kubernetes/client-node pointing at this server, speaking as `as`. */
+  kubeConfig(as: FakeIdentity): KubeConfig {
     const kc = new KubeConfig();
-    kc.loadFromString(this.kubeconfigYaml());
+    kc.loadFromString(this.kubeconfigYaml(as));
     return kc;
   }
 
@@ -191,8 +238,8 @@ export class FakeApiServer {
    * A kubeconfig file's text for this server (for --kubeconfig in CLI tests). It sets
    * insecure-skip-tls-verify: client-node 1.x refuses an http:// server without it.
    */
-  kubeconfigYaml(): string {
-    const user = this.#token ? `    token: ${this.#token}\n` : "    {}\n";
+  kubeconfigYaml(as: FakeIdentity): string {
+    const user = `    token: ${as}\n`;
     return [
       "apiVersion: v1",
       "kind: Config",
@@ -258,16 +305,17 @@ export class FakeApiServer {
 
   /** Test hook: a BOOKMARK with the current resourceVersion on watches that allow them. */
   bookmark(): void {
-    for (const w of this.#watches) {
-      if (!w.bookmarks) continue;
-      const res = findByKey(w.key);
-      const object = {
-        kind: res?.kind ?? "",
-        apiVersion: res ? apiVersionOf(res) : "v1",
-        metadata: { resourceVersion: this.store.resourceVersion },
-      };
-      w.res.write(`${JSON.stringify({ type: "BOOKMARK", object })}\n`);
-    }
+    for (const w of this.#watches) w.bookmark();
+  }
+
+  /** Every request so far: who, what, and the HTTP status it got. */
+  requests(): readonly RequestRecord[] {
+    return this.#requests;
+  }
+
+  /** The requests answered 403. */
+  forbidden(): RequestRecord[] {
+    return this.#requests.filter((r) => r.status === 403);
   }
 
   /** Test hook: the next `count` requests matching the rule answer with `status`. */
@@ -318,73 +366,138 @@ export class FakeApiServer {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      const warnings: string[] = [];
+      const seen: Omit<RequestRecord, "status" | "message"> & { user: string } = {
+        user: "",
+        verb: "",
+        resource: "",
+        subresource: "",
+        namespace: "",
+        name: "",
+      };
       try {
-        const answer = this.#serve(req, res, Buffer.concat(chunks).toString("utf8"));
-        if (answer) sendJson(res, answer.status, answer.body);
+        const answer = this.#serve(req, res, Buffer.concat(chunks).toString("utf8"), warnings, seen);
+        if (answer) {
+          if (warnings.length > 0)
+            res.setHeader(
+              "Warning",
+              warnings.map((x) => `299 - ${JSON.stringify(x)}`),
+            );
+          sendJson(res, answer.status, answer.body);
+          this.#requests.push({ ...seen, status: answer.status, message: "" });
+        } else this.#requests.push({ ...seen, status: 200, message: "watch" });
       } catch (e) {
         const err =
           e instanceof ApiStatusError ? e : new ApiStatusError(500, "InternalError", (e as Error).message);
-        sendJson(res, err.code, err.status());
+        this.#requests.push({ ...seen, status: err.code, message: err.message });
+        if (res.headersSent) res.end();
+        else sendJson(res, err.code, err.status());
+      } finally {
+        this.store.admission = undefined;
       }
     });
   }
 
+  #authenticate(req: IncomingMessage): FakeUser {
+    const auth = req.headers.authorization;
+    if (auth === undefined) return ANONYMOUS;
+    const token = /^Bearer (.+)$/.exec(auth)?.[1];
+    const user = token === undefined ? undefined : this.#users[token];
+    if (!user) throw new ApiStatusError(401, "Unauthorized", "Unauthorized");
+    return user;
+  }
+
   /** The reply to send, or undefined when the request was answered already (a watch). */
-  #serve(req: IncomingMessage, res: ServerResponse, body: string): Reply | undefined {
-    if (this.#token !== undefined && req.headers.authorization !== `Bearer ${this.#token}`) {
-      throw new ApiStatusError(401, "Unauthorized", "Unauthorized");
-    }
+  #serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: string,
+    warnings: string[],
+    seen: { -readonly [K in keyof RequestRecord]?: RequestRecord[K] },
+  ): Reply | undefined {
+    const user = this.#authenticate(req);
+    seen.user = user.name;
     const url = new URL(req.url ?? "/", "http://fake");
     const method = req.method ?? "GET";
-    const doc = method === "GET" ? discoveryDocument(url.pathname.replace(/\/$/, "")) : undefined;
-    if (doc !== undefined) return { status: 200, body: doc };
+    const path = url.pathname.replace(/\/$/, "") || "/";
+    const proxy = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/:]+)(?::([^/]+))?\/proxy(\/.*)?$/.exec(
+      url.pathname,
+    );
+    if (proxy) {
+      const [, namespace = "", pod = "", port = "", rest = "/"] = proxy;
+      Object.assign(seen, { verb: "get", resource: "pods", subresource: "proxy", namespace, name: pod });
+      this.rbac.authorize({
+        user,
+        verb: "get",
+        path,
+        resource: { group: "", resource: "pods", sub: "proxy", namespace, name: pod },
+      });
+      const answer = this.podProxy?.(namespace, pod, port, rest);
+      if (!answer)
+        throw new ApiStatusError(
+          503,
+          "ServiceUnavailable",
+          `error trying to reach service: dial tcp: connect: connection refused`,
+        );
+      return answer;
+    }
+    const doc = method === "GET" ? discoveryDocument(path) : undefined;
+    if (doc !== undefined || path === "/version" || /^\/(openapi|healthz|livez|readyz)/.test(path)) {
+      seen.verb = method.toLowerCase();
+      this.rbac.authorize({ user, verb: method.toLowerCase(), path });
+      if (doc !== undefined) return { status: 200, body: doc };
+      throw new ApiStatusError(404, "NotFound", "the server could not find the requested resource");
+    }
     const route = parseRoute(url.pathname);
-    if (!route) throw new ApiStatusError(404, "NotFound", `the server could not find ${url.pathname}`);
+    if (!route) throw new ApiStatusError(404, "NotFound", "the server could not find the requested resource");
     const verb = verbOf(method, route, url);
     const key = resourceKey(route.res);
+    const ns = route.res.namespaced ? route.namespace : undefined;
+    const fieldSelector = url.searchParams.get("fieldSelector");
+    const name = route.name ?? (verb === "list" || verb === "watch" ? selectorName(fieldSelector) : "");
+    Object.assign(seen, { verb, resource: key, subresource: route.sub ?? "", namespace: ns ?? "", name });
+    this.rbac.authorize({
+      user,
+      verb,
+      path,
+      resource: {
+        group: route.res.group,
+        resource: route.res.resource,
+        sub: route.sub ?? "",
+        namespace: ns ?? "",
+        name,
+      },
+    });
     const countKey = `${verb} ${key} ${route.sub ?? ""}`;
     this.#counts.set(countKey, (this.#counts.get(countKey) ?? 0) + 1);
     this.#injected(verb, key, route.sub ?? "");
-    const ns = route.res.namespaced ? route.namespace : undefined;
     if (!route.res.namespaced && route.namespace !== undefined) {
-      throw new ApiStatusError(404, "NotFound", `${key} is not namespaced`);
+      throw new ApiStatusError(404, "NotFound", "the server could not find the requested resource");
     }
+    if (verb === "create" || verb === "update" || verb === "patch") {
+      this.store.admission = requestAdmission(fieldValidationOf(url), warnings);
+    }
+    if (verb === "list" || verb === "watch") checkFieldSelector(route.res, fieldSelector);
     const store = this.store;
     switch (verb) {
-      case "list": {
-        const match = selectorMatcher(
-          url.searchParams.get("labelSelector"),
-          url.searchParams.get("fieldSelector"),
-        );
-        const page = this.#pages.page({
-          collection: [
-            key,
-            ns ?? "",
-            url.searchParams.get("labelSelector"),
-            url.searchParams.get("fieldSelector"),
-          ].join(" "),
-          limit: Number(url.searchParams.get("limit") ?? "0") || 0,
-          token: url.searchParams.get("continue") ?? "",
-          compactedRv: Number(store.compactedResourceVersion),
-          read: () => store.list(route.res, ns, match),
-        });
-        const out = route.res.custom
-          ? page.items
-          : page.items.map(({ kind: _k, apiVersion: _a, ...rest }) => rest as Record<string, unknown>);
-        const more = page.continue !== "";
-        this.onListPage?.({ resource: key, page: page.number, items: out.length, more });
-        return reply(200, {
-          kind: `${route.res.kind}List`,
-          apiVersion: apiVersionOf(route.res),
-          metadata: {
-            resourceVersion: page.rv,
-            ...(more && { continue: page.continue, remainingItemCount: page.remaining }),
-          },
-          items: out,
-        });
-      }
+      case "list":
+        return this.#list(route.res, ns, url);
       case "watch":
-        this.#watch(route, ns, url, res);
+        serveWatch(
+          store,
+          {
+            res: route.res,
+            namespace: ns,
+            match: selectorMatcher(url.searchParams.get("labelSelector"), fieldSelector),
+            url,
+            goneAs: this.goneAs,
+            maxWatchSeconds: this.#maxWatchSeconds,
+            minRequestTimeoutSeconds: 1800,
+            bookmarkMs: this.#bookmarkMs,
+          },
+          res,
+          this.#watches,
+        );
         return undefined;
       case "get":
         return reply(200, store.get(route.res, ns, route.name ?? ""));
@@ -405,6 +518,40 @@ export class FakeApiServer {
     }
   }
 
+  #list(res: FakeResource, ns: string | undefined, url: URL): Reply {
+    const key = resourceKey(res);
+    const match = selectorMatcher(
+      url.searchParams.get("labelSelector"),
+      url.searchParams.get("fieldSelector"),
+    );
+    const page = this.#pages.page({
+      collection: [
+        key,
+        ns ?? "",
+        url.searchParams.get("labelSelector"),
+        url.searchParams.get("fieldSelector"),
+      ].join(" "),
+      limit: Number(url.searchParams.get("limit") ?? "0") || 0,
+      token: url.searchParams.get("continue") ?? "",
+      compactedRv: Number(this.store.compactedResourceVersion),
+      read: () => this.store.list(res, ns, match),
+    });
+    const out = res.custom
+      ? page.items
+      : page.items.map(({ kind: _k, apiVersion: _a, ...rest }) => rest as Record<string, unknown>);
+    const more = page.continue !== "";
+    this.onListPage?.({ resource: key, page: page.number, items: out.length, more });
+    return reply(200, {
+      kind: `${res.kind}List`,
+      apiVersion: apiVersionOf(res),
+      metadata: {
+        resourceVersion: page.rv,
+        ...(more && { continue: page.continue, remainingItemCount: page.remaining }),
+      },
+      items: out,
+    });
+  }
+
   #injected(verb: FakeVerb, key: string, sub: string): void {
     const i = this.#failures.findIndex((f) => {
       const verbs = f.verb === undefined ? undefined : typeof f.verb === "string" ? [f.verb] : f.verb;
@@ -419,58 +566,5 @@ export class FakeApiServer {
     if (rule.left <= 0) this.#failures.splice(i, 1);
     const reason = REASONS[rule.status] ?? "InternalError";
     throw new ApiStatusError(rule.status, reason, rule.message ?? `injected failure (${reason})`);
-  }
-
-  #watch(route: Route, ns: string | undefined, url: URL, res: ServerResponse): void {
-    const key = resourceKey(route.res);
-    const match = selectorMatcher(
-      url.searchParams.get("labelSelector"),
-      url.searchParams.get("fieldSelector"),
-    );
-    const rv = url.searchParams.get("resourceVersion") ?? "";
-    let stopped = false;
-    let unsubscribe: (() => void) | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const watch: OpenWatch = {
-      key,
-      bookmarks: url.searchParams.get("allowWatchBookmarks") === "true",
-      res,
-      stop: (graceful = true) => {
-        if (stopped) return;
-        stopped = true;
-        this.#watches.delete(watch);
-        unsubscribe?.();
-        if (timer) clearTimeout(timer);
-        if (graceful) res.end();
-      },
-    };
-    const send = (type: WatchType | "ERROR", object: unknown) => {
-      if (!stopped) res.write(`${JSON.stringify({ type, object })}\n`);
-    };
-    try {
-      // Validate before the 200: an HTTP 410 must come before any event.
-      if (this.goneAs === "http") {
-        unsubscribe = this.store.watch(route.res, rv, { key, namespace: ns, match, send: () => {} });
-        unsubscribe();
-        unsubscribe = undefined;
-      }
-      res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
-      res.flushHeaders();
-      this.#watches.add(watch);
-      unsubscribe = this.store.watch(route.res, rv, { key, namespace: ns, match, send });
-    } catch (e) {
-      if (!(e instanceof ApiStatusError)) throw e;
-      if (!res.headersSent) {
-        this.#watches.delete(watch);
-        sendJson(res, e.code, e.status());
-        return;
-      }
-      send("ERROR", e.status());
-      watch.stop();
-      return;
-    }
-    res.on("close", () => watch.stop());
-    const timeout = Number(url.searchParams.get("timeoutSeconds") ?? "0");
-    if (timeout > 0) timer = setTimeout(() => watch.stop(), timeout * 1000);
   }
 }

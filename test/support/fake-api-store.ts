@@ -1,17 +1,34 @@
 /**
  * Test-only: the object store behind the fake Kubernetes API server — the semantics of the
  * verbs, without HTTP (Kubernetes API concepts: "Resource versions", "Efficient detection of
- * changes", "Finalizers"; apiserver's registry/rest create, update and delete strategies).
+ * changes", "Finalizers"; apiserver's pkg/registry/rest create, update and delete strategies
+ * and pkg/registry/generic/registry/store.go).
  *
  * - One global, increasing resourceVersion; each write stamps the object with the next one.
- * - Create: uid, creationTimestamp, generation 1; generateName; status dropped when the
- *   resource has a /status subresource (as the Service and custom resource strategies do).
+ * - Create: uid, creationTimestamp, generation 1; generateName + five characters of
+ *   apiserver pkg/storage/names/generate.go's alphabet (the prefix cut to 58); status dropped
+ *   when the resource has a /status subresource (the Service and custom resource
+ *   PrepareForCreate); an existing name is 409 AlreadyExists (storage/etcd3 store.go Create →
+ *   apimachinery NewAlreadyExists: `services "web" already exists`).
+ * - Namespace lifecycle (apiserver plugin/pkg/admission/namespace/lifecycle/admission.go):
+ *   a create in a namespace that does not exist is 404 `namespaces "x" not found`, in one
+ *   being deleted 403 `… unable to create new content in namespace x because it is being
+ *   terminated`.
  * - Update/patch of the main resource keep the stored status; of /status keep everything
- *   but status. A metadata.resourceVersion in the body must match the stored one (409).
+ *   but status (per resource: fake-api-resources.ts). A metadata.resourceVersion in the body
+ *   must match the stored one, else 409 Conflict (storage/etcd3 GuaranteedUpdate →
+ *   NewConflict with apimachinery's OptimisticLockErrorMsg).
+ * - Patches (fake-api-patch.ts): custom resources refuse strategic merge with 415
+ *   (apiextensions-apiserver customresource_handler.go supportedTypes; apiserver
+ *   handlers/patch.go NewUnsupportedMediaTypeError); a failed JSON patch `test` is 422.
  * - Delete honours finalizers: sets deletionTimestamp and removes the object once an update
- *   leaves the finalizers empty.
- * - Watch history since the compaction point; a watch from an older resourceVersion is Gone.
- * Deliberately not: pagination (fake-api-pages.ts pages what list() returns), set-based selectors, admission, namespace existence checks.
+ *   leaves the finalizers empty (generic registry store.go updateForGracefulDeletionAndFinalizers).
+ * - Admission hooks (set by the server): `decode` runs on the incoming object (wire types,
+ *   custom resource pruning), `validate` on the object as it would be stored.
+ * - Watch history since the compaction point; a watch from an older resourceVersion is 410
+ *   Expired `too old resource version: X (Y)` (storage/cacher and etcd3 watcher).
+ * Deliberately not: pagination (fake-api-pages.ts pages what list() returns), set-based
+ * selectors, graceful deletion of Pods, garbage collection by ownerReferences.
  */
 import { randomUUID } from "node:crypto";
 import { jsonPatch, type Matcher, mergePatch, PatchError } from "./fake-api-patch.ts";
@@ -30,6 +47,24 @@ export interface Meta extends Record<string, unknown> {
 }
 
 export type WatchType = "ADDED" | "MODIFIED" | "DELETED";
+
+/** Checks the server runs on writes (fake-api-server.ts wires wire types, schemas, validation). */
+export interface Admission {
+  /** on the incoming object, before the strategy: may prune it in place; throws 400 */
+  decode(res: FakeResource, obj: Obj): void;
+  /** on the object as it would be stored; throws 422 */
+  validate(res: FakeResource, obj: Obj, old: Obj | undefined): void;
+}
+
+/** apiserver pkg/storage/names/generate.go: no vowels, no look-alike digits */
+const NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
+
+function generateName(base: string): string {
+  const prefix = base.length > 58 ? base.slice(0, 58) : base;
+  let out = "";
+  for (let i = 0; i < 5; i++) out += NAME_ALPHABET[Math.floor(Math.random() * NAME_ALPHABET.length)];
+  return `${prefix}${out}`;
+}
 
 export class ApiStatusError extends Error {
   readonly code: number;
@@ -88,6 +123,7 @@ export class FakeApiStore {
   #history: HistoryEvent[] = [];
   readonly #sinks = new Set<WatchSink>();
   readonly #now: () => Date;
+  admission: Admission | undefined;
 
   constructor(now: () => Date = () => new Date()) {
     this.#now = now;
@@ -156,26 +192,42 @@ export class FakeApiStore {
 
   get(res: FakeResource, namespace: string | undefined, name: string): Obj {
     const o = this.#table(res).get(objectId(namespace, name));
-    if (!o) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    if (!o) fail(res, 404, "NotFound", name, `${qualified(res)} "${name}" not found`);
     return structuredClone(o);
   }
 
   create(res: FakeResource, namespace: string | undefined, body: unknown): Obj {
     const obj = asObject(res, body);
     const meta = obj.metadata;
-    if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomUUID().slice(0, 5)}`;
-    if (!meta.name) fail(res, 422, "Invalid", "", `${res.kind}: metadata.name: Required value`);
     if (res.namespaced) {
       if (meta.namespace !== undefined && namespace !== undefined && meta.namespace !== namespace) {
-        fail(res, 400, "BadRequest", meta.name, "the namespace of the object does not match the request");
+        fail(
+          res,
+          400,
+          "BadRequest",
+          meta.name ?? "",
+          "the namespace of the provided object does not match the namespace sent on the request",
+        );
       }
       meta.namespace = namespace ?? meta.namespace ?? "default";
+      this.#namespaceAdmits(res, meta.namespace, meta.name ?? "");
     } else delete meta.namespace;
+    this.admission?.decode(res, obj);
+    if (!meta.name && meta.generateName) meta.name = generateName(meta.generateName);
+    if (res.status) delete obj.status;
+    this.admission?.validate(res, obj, undefined);
+    if (!meta.name)
+      fail(
+        res,
+        422,
+        "Invalid",
+        "",
+        `${res.kind} "" is invalid: metadata.name: Required value: name or generateName is required`,
+      );
     const id = objectId(meta.namespace, meta.name);
     if (this.#table(res).has(id)) {
-      fail(res, 409, "AlreadyExists", meta.name, `${res.resource} "${meta.name}" already exists`);
+      fail(res, 409, "AlreadyExists", meta.name, `${qualified(res)} "${meta.name}" already exists`);
     }
-    if (res.status) delete obj.status;
     meta.uid = randomUUID();
     meta.creationTimestamp = this.#timestamp();
     meta.generation = 1;
@@ -184,6 +236,33 @@ export class FakeApiStore {
     this.#table(res).set(id, obj);
     this.#emit(res, "ADDED", obj, undefined);
     return structuredClone(obj);
+  }
+
+  /** NamespaceLifecycle admission: the namespace must exist and not be terminating. */
+  #namespaceAdmits(res: FakeResource, namespace: string, name: string): void {
+    const nsTable = this.#objects.get("namespaces");
+    const ns = nsTable?.get(objectId(undefined, namespace));
+    if (!ns) {
+      throw new ApiStatusError(404, "NotFound", `namespaces "${namespace}" not found`, {
+        name: namespace,
+        kind: "namespaces",
+      });
+    }
+    const phase = (ns.status as { phase?: string } | undefined)?.phase;
+    if (ns.metadata.deletionTimestamp || phase === "Terminating") {
+      const what = name ? `${qualified(res)} "${name}"` : qualified(res);
+      throw new ApiStatusError(
+        403,
+        "Forbidden",
+        `${what} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+        {
+          name,
+          group: res.group,
+          kind: res.resource,
+          causes: [{ reason: "NamespaceTerminating", field: "metadata.namespace" }],
+        },
+      );
+    }
   }
 
   /** PUT: replaces the object (or only its status through the subresource). */
@@ -207,14 +286,24 @@ export class FakeApiStore {
     let next: unknown;
     try {
       if (contentType.startsWith("application/json-patch+json")) next = jsonPatch(current, patch);
-      else if (
+      else if (contentType.startsWith("application/strategic-merge-patch+json") && res.custom) {
+        throw new ApiStatusError(
+          415,
+          "UnsupportedMediaType",
+          "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        );
+      } else if (
         contentType.startsWith("application/merge-patch+json") ||
         contentType.startsWith("application/strategic-merge-patch+json")
       ) {
         // a resourceVersion in a merge patch is a precondition; the stored one is otherwise kept
         next = mergePatch(current, patch);
       } else {
-        throw new ApiStatusError(415, "UnsupportedMediaType", `the fake does not support ${contentType}`);
+        throw new ApiStatusError(
+          415,
+          "UnsupportedMediaType",
+          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (the fake serves no apply: ${contentType})`,
+        );
       }
     } catch (e) {
       if (e instanceof PatchError) fail(res, 422, "Invalid", name, e.message);
@@ -227,7 +316,7 @@ export class FakeApiStore {
     const table = this.#table(res);
     const id = objectId(res.namespaced ? namespace : undefined, name);
     const stored = table.get(id);
-    if (!stored) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    if (!stored) fail(res, 404, "NotFound", name, `${qualified(res)} "${name}" not found`);
     const want = incoming.metadata.resourceVersion;
     if (want !== undefined && want !== "" && want !== stored.metadata.resourceVersion) {
       fail(
@@ -235,12 +324,15 @@ export class FakeApiStore {
         409,
         "Conflict",
         name,
-        `Operation cannot be fulfilled on ${res.resource}${res.group ? `.${res.group}` : ""} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        `Operation cannot be fulfilled on ${qualified(res)} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
       );
     }
+    this.admission?.decode(res, incoming);
     let next: Obj;
     if (sub === "status") {
       next = structuredClone(stored);
+      if (res.statusKeepsMetadata)
+        next.metadata = { ...structuredClone(incoming.metadata), ...keepSystemMeta(stored) } as Meta;
       if (incoming.status === undefined) delete next.status;
       else next.status = structuredClone(incoming.status);
     } else {
@@ -265,6 +357,7 @@ export class FakeApiStore {
         next.metadata.generation = (keep.generation ?? 1) + 1;
       }
     }
+    this.admission?.validate(res, next, stored);
     this.#stamp(res, next);
     if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
       table.delete(id);
@@ -280,7 +373,7 @@ export class FakeApiStore {
     const table = this.#table(res);
     const id = objectId(res.namespaced ? namespace : undefined, name);
     const stored = table.get(id);
-    if (!stored) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    if (!stored) fail(res, 404, "NotFound", name, `${qualified(res)} "${name}" not found`);
     const next = structuredClone(stored);
     if ((stored.metadata.finalizers ?? []).length > 0) {
       if (stored.metadata.deletionTimestamp) return structuredClone(stored);
@@ -366,6 +459,24 @@ function deliver(
   if (type === "MODIFIED" && now && !before) sink.send("ADDED", structuredClone(object));
   else if (type === "MODIFIED" && !now && before) sink.send("DELETED", structuredClone(object));
   else if (now || (type === "DELETED" && before)) sink.send(type, structuredClone(object));
+}
+
+/** "services", "leases.coordination.k8s.io": apimachinery GroupResource.String() */
+function qualified(res: FakeResource): string {
+  return res.group === "" ? res.resource : `${res.resource}.${res.group}`;
+}
+
+/** what no write can change: the system-set metadata (ObjectMeta update validation) */
+function keepSystemMeta(stored: Obj): Partial<Meta> {
+  const m = stored.metadata;
+  return {
+    name: m.name,
+    namespace: m.namespace,
+    uid: m.uid,
+    creationTimestamp: m.creationTimestamp,
+    generation: m.generation,
+    ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
+  } as Partial<Meta>;
 }
 
 function asObject(res: FakeResource, body: unknown): Obj {
