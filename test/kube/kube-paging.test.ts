@@ -179,7 +179,7 @@ test("the fake refuses a continue token that is not its own (400) and one whose 
     metadata: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
   };
   const get = async (query: string) => {
-    const res = await fetch(`${api.url}/api/v1/pods?${query}`);
+    const res = await fetch(`${api.url}/api/v1/pods?${query}`, { headers: { authorization: "Bearer admin" } });
     return { status: res.status, body: (await res.json()) as ListBody };
   };
   const first = await get("limit=100");
@@ -198,6 +198,7 @@ test("the fake refuses a continue token that is not its own (400) and one whose 
   const other = await get("limit=10");
   const wrong = await fetch(
     `${api.url}/api/v1/nodes?limit=10&continue=${encodeURIComponent(String(other.body.metadata.continue))}`,
+    { headers: { authorization: "Bearer admin" } },
   );
   assert.equal(wrong.status, 400, "a token of the pods list does not page nodes");
 });

@@ -56,21 +56,20 @@ const NAME_RULES: Record<string, NameCheck> = {
 function validateMeta(res: FakeResource, obj: Obj, old: Obj | undefined): FieldError[] {
   const m = obj.metadata as Any;
   const errs: FieldError[] = [];
-  const nameRule = NAME_RULES[res.resource] ?? isDns1123Subdomain;
+  // core/v1 Events get no name rule of their own (events.go), only BeforeCreate's
+  // path-segment one (for a generateName prefix: no '/' or '%')
+  const coreEvent = res.resource === "events" && res.group === "";
+  const nameRule = coreEvent ? pathSegmentErrors : (NAME_RULES[res.resource] ?? isDns1123Subdomain);
   if (!old && m.generateName) {
-    for (const msg of asPrefix(nameRule)(String(m.generateName)))
+    const prefixRule = coreEvent ? (v: string) => pathSegmentErrors(v).filter((e) => !e.startsWith("may not be '")) : asPrefix(nameRule);
+    for (const msg of prefixRule(String(m.generateName)))
       errs.push(fe("Invalid value", "metadata.generateName", m.generateName, msg));
   }
-  if (!m.name)
-    errs.push(fe("Required value", "metadata.name", undefined, "name or generateName is required"));
+  if (!m.name) errs.push(fe("Required value", "metadata.name", undefined, "name or generateName is required"));
   else {
-    // core/v1 Events get no name rule of their own (events.go), only the path-segment one
-    const rule = res.resource === "events" && res.group === "" ? pathSegmentErrors : nameRule;
-    for (const msg of [
-      ...rule(String(m.name)),
-      ...(rule === pathSegmentErrors ? [] : pathSegmentErrors(String(m.name))),
-    ])
-      errs.push(fe("Invalid value", "metadata.name", m.name, msg));
+    const msgs = nameRule(String(m.name));
+    if (nameRule !== pathSegmentErrors) msgs.push(...pathSegmentErrors(String(m.name)));
+    for (const msg of msgs) errs.push(fe("Invalid value", "metadata.name", m.name, msg));
   }
   if (res.namespaced && m.namespace) {
     for (const msg of isDns1123Label(String(m.namespace)))
