@@ -112,7 +112,7 @@ export function jsonPatch(target: Json, ops: Json): Json {
         break;
       case "test":
         if (JSON.stringify(getAt(doc, raw.path)) !== JSON.stringify(raw.value)) {
-          throw new PatchError(`test failed at ${raw.path}`);
+          throw new PatchError(`testing value ${raw.path} failed: test failed`);
         }
         break;
       case "copy":

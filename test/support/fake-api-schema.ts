@@ -107,6 +107,8 @@ export type FieldValidation = "Strict" | "Warn" | "Ignore";
 export function pruneCustomResource(crd: CrdInfo, obj: Obj, validation: FieldValidation): string[] {
   const unknown: string[] = [];
   prune(obj, crd.schema, "", unknown, true);
+  // Go visits map keys in random order; sorted here so a test can compare the message
+  unknown.sort();
   if (unknown.length > 0 && validation === "Strict") {
     throw new ApiStatusError(
       400,

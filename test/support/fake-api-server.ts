@@ -391,7 +391,8 @@ export class FakeApiServer {
           e instanceof ApiStatusError ? e : new ApiStatusError(500, "InternalError", (e as Error).message);
         this.#requests.push({ ...seen, status: err.code, message: err.message });
         // FAKE_API_LOG=1: every refused request on stderr, to see what the strict server refused
-        if (process.env.FAKE_API_LOG) process.stderr.write(`fake API ${err.code} ${seen.verb} ${seen.resource}: ${err.message}\n`);
+        if (process.env.FAKE_API_LOG)
+          process.stderr.write(`fake API ${err.code} ${seen.verb} ${seen.resource}: ${err.message}\n`);
         if (res.headersSent) res.end();
         else sendJson(res, err.code, err.status());
       } finally {

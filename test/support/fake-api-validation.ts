@@ -61,11 +61,14 @@ function validateMeta(res: FakeResource, obj: Obj, old: Obj | undefined): FieldE
   const coreEvent = res.resource === "events" && res.group === "";
   const nameRule = coreEvent ? pathSegmentErrors : (NAME_RULES[res.resource] ?? isDns1123Subdomain);
   if (!old && m.generateName) {
-    const prefixRule = coreEvent ? (v: string) => pathSegmentErrors(v).filter((e) => !e.startsWith("may not be '")) : asPrefix(nameRule);
+    const prefixRule = coreEvent
+      ? (v: string) => pathSegmentErrors(v).filter((e) => !e.startsWith("may not be '"))
+      : asPrefix(nameRule);
     for (const msg of prefixRule(String(m.generateName)))
       errs.push(fe("Invalid value", "metadata.generateName", m.generateName, msg));
   }
-  if (!m.name) errs.push(fe("Required value", "metadata.name", undefined, "name or generateName is required"));
+  if (!m.name)
+    errs.push(fe("Required value", "metadata.name", undefined, "name or generateName is required"));
   else {
     const msgs = nameRule(String(m.name));
     if (nameRule !== pathSegmentErrors) msgs.push(...pathSegmentErrors(String(m.name)));
