@@ -283,6 +283,11 @@ export class FakeApiServer {
     }
   }
 
+  /** Test hook: every stored object of a kind (in `namespace`, when given). */
+  findAll(apiVersion: string, kind: string, namespace?: string): Obj[] {
+    return this.store.list(this.#resourceOf({ apiVersion, kind }), namespace, () => true).items;
+  }
+
   /** Test hook: forget the watch history; resuming from an older resourceVersion is 410 Gone. */
   compact(): void {
     this.store.compact();
