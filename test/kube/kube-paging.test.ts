@@ -179,7 +179,9 @@ test("the fake refuses a continue token that is not its own (400) and one whose 
     metadata: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
   };
   const get = async (query: string) => {
-    const res = await fetch(`${api.url}/api/v1/pods?${query}`, { headers: { authorization: "Bearer admin" } });
+    const res = await fetch(`${api.url}/api/v1/pods?${query}`, {
+      headers: { authorization: "Bearer admin" },
+    });
     return { status: res.status, body: (await res.json()) as ListBody };
   };
   const first = await get("limit=100");

@@ -56,7 +56,13 @@ test("the first read has every resource decoded; a bad Service is reported and l
   assert.deepEqual(names(snapshot.nodes), ["node-a", "node-b"]);
   assert.deepEqual(names(snapshot.endpointSlices), ["web-1"]);
   // the fixture's namespace and the four every API server makes at start
-  assert.deepEqual(names(snapshot.namespaces), ["default", "kube-node-lease", "kube-public", "kube-system", "shop"]);
+  assert.deepEqual(names(snapshot.namespaces), [
+    "default",
+    "kube-node-lease",
+    "kube-public",
+    "kube-system",
+    "shop",
+  ]);
   assert.deepEqual(snapshot.pods, [], "pods are not watched unless asked");
   assert.equal(api.count("list", "pods"), 0);
   assert.equal(problems.length, 1);

@@ -119,17 +119,10 @@ test("deploy/ RBAC: every controller and LB code path runs with no 403, and ever
   );
 
   // the leader stops: the other replica takes the Lease over (get + update)
-  const leader = api.find("coordination.k8s.io/v1", "Lease", "passlb-controller", "passlb-system")?.spec
-    .holderIdentity;
+  const leader = leaseOf(api)?.spec.holderIdentity;
   await (leader === "a" ? a : b).stop();
   const follower = leader === "a" ? "b" : "a";
-  await eventually(
-    () =>
-      api.find("coordination.k8s.io/v1", "Lease", "passlb-controller", "passlb-system")?.spec
-        .holderIdentity === follower,
-    "failover",
-    10_000,
-  );
+  await eventually(() => leaseOf(api)?.spec.holderIdentity === follower, "failover", 10_000);
 
   // the Service is deleted: the finalizer comes off (its slices go by the garbage collector,
   // through their ownerReferences, which is kube-controller-manager's and not emulated)

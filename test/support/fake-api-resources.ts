@@ -130,18 +130,18 @@ export function resourceOfObject(apiVersion: string, kind: string): FakeResource
   return FAKE_RESOURCES.find((x) => apiVersionOf(x) === apiVersion && x.kind === kind);
 }
 
-export function discoveryDocument(path: string): unknown {
+export function discoveryDocument(path: string, served: readonly FakeResource[] = FAKE_RESOURCES): unknown {
   if (path === "/version") {
     return { major: "1", minor: "33", gitVersion: "v1.33.0-passlb-fake", platform: "linux/amd64" };
   }
   if (path === "/api") return { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [] };
   if (path === "/apis") {
-    const groups = [...new Set(FAKE_RESOURCES.filter((x) => x.group !== "").map((x) => x.group))];
+    const groups = [...new Set(served.filter((x) => x.group !== "").map((x) => x.group))];
     return {
       kind: "APIGroupList",
       apiVersion: "v1",
       groups: groups.map((name) => {
-        const versions = [...new Set(FAKE_RESOURCES.filter((x) => x.group === name).map((x) => x.version))];
+        const versions = [...new Set(served.filter((x) => x.group === name).map((x) => x.version))];
         const list = versions.map((v) => ({ groupVersion: `${name}/${v}`, version: v }));
         return { name, versions: list, preferredVersion: list[0] };
       }),
@@ -151,7 +151,7 @@ export function discoveryDocument(path: string): unknown {
   if (!m) return undefined;
   const group = m[2] ?? "";
   const version = m[1] ?? m[3] ?? "";
-  const here = FAKE_RESOURCES.filter((x) => x.group === group && x.version === version);
+  const here = served.filter((x) => x.group === group && x.version === version);
   if (here.length === 0) return undefined;
   const verbs = ["create", "delete", "get", "list", "patch", "update", "watch"];
   const resources = here.flatMap((x) => [

@@ -52,6 +52,7 @@
  *   api.failNext({ verb: "patch", resource: "services", subresource: "status", status: 409 });
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { checkFieldSelector, requestAdmission, selectorName } from "./fake-api-admission.ts";
@@ -61,6 +62,7 @@ import { ANONYMOUS, DEFAULT_USERS, FakeRbac, type FakeUser } from "./fake-api-rb
 import {
   apiVersionOf,
   discoveryDocument,
+  FAKE_RESOURCES,
   type FakeResource,
   resourceKey,
   resourceOfObject,
@@ -76,6 +78,7 @@ import {
 } from "./fake-api-routes.ts";
 import { fieldValidationOf } from "./fake-api-schema.ts";
 import { ApiStatusError, FakeApiStore, type Obj } from "./fake-api-store.ts";
+import type { TlsPair } from "./fake-api-tls.ts";
 import { type OpenWatch, serveWatch } from "./fake-api-watch.ts";
 
 export interface FailureRule {
@@ -122,6 +125,10 @@ export interface RequestRecord {
 export type PodProxy = (namespace: string, pod: string, port: string, path: string) => Reply;
 
 export interface FakeApiServerOptions {
+  /** serve HTTPS with this key and certificate (fake-api-tls.ts), for clients that send tokens only over TLS */
+  readonly tls?: TlsPair;
+  /** serve the custom resources of deploy/'s CRD (default true; false: as if it was never installed) */
+  readonly customResources?: boolean;
   /** more bearer tokens and their users, on top of DEFAULT_USERS */
   readonly users?: Record<string, FakeUser>;
   /** the RBAC to authorize with (default: deploy/'s) */
@@ -159,6 +166,8 @@ export class FakeApiServer {
   readonly rbac: FakeRbac;
   readonly #users: Record<string, FakeUser>;
   readonly #maxWatchSeconds: number;
+  readonly #tls: TlsPair | undefined;
+  readonly #customResources: boolean;
   readonly #bookmarkMs: number;
   readonly #requests: RequestRecord[] = [];
   readonly #pages = new FakeListPages();
@@ -174,6 +183,8 @@ export class FakeApiServer {
     this.rbac = options.rbac ?? new FakeRbac();
     this.#users = { ...DEFAULT_USERS, ...(options.users ?? {}) };
     this.#maxWatchSeconds = options.maxWatchSeconds ?? 15;
+    this.#tls = options.tls;
+    this.#customResources = options.customResources ?? true;
     this.#bookmarkMs = options.bookmarkMs ?? 5000;
     // kube-apiserver makes these at start (kubernetes pkg/controlplane/controller/systemnamespaces)
     for (const name of ["default", "kube-system", "kube-public", "kube-node-lease"]) {
@@ -185,7 +196,10 @@ export class FakeApiServer {
   /** Listens on 127.0.0.1 (a fresh port the first time, the same port after stop()). */
   async start(): Promise<void> {
     if (this.#server) return;
-    const server = createServer((req, res) => this.#handle(req, res));
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.#handle(req, res);
+    const server = this.#tls
+      ? createTlsServer({ key: this.#tls.key, cert: this.#tls.cert }, handler)
+      : createServer(handler);
     server.on("connection", (s) => {
       this.#sockets.add(s);
       s.on("close", () => this.#sockets.delete(s));
@@ -220,7 +234,7 @@ export class FakeApiServer {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.#port}`;
+    return `${this.#tls ? "https" : "http"}://127.0.0.1:${this.#port}`;
   }
 
   get running(): boolean {
@@ -248,7 +262,9 @@ export class FakeApiServer {
       "  cluster:",
       `    server: ${this.url}`,
       // client-node 1.x refuses plain http unless TLS verification is switched off
-      "    insecure-skip-tls-verify: true",
+      this.#tls
+        ? `    certificate-authority-data: ${Buffer.from(this.#tls.cert).toString("base64")}`
+        : "    insecure-skip-tls-verify: true",
       "users:",
       "- name: fake",
       "  user:",
@@ -449,7 +465,8 @@ export class FakeApiServer {
         );
       return answer;
     }
-    const doc = method === "GET" ? discoveryDocument(path) : undefined;
+    const served = this.#customResources ? FAKE_RESOURCES : FAKE_RESOURCES.filter((r) => !r.custom);
+    const doc = method === "GET" ? discoveryDocument(path, served) : undefined;
     if (doc !== undefined || path === "/version" || /^\/(openapi|healthz|livez|readyz)/.test(path)) {
       seen.verb = method.toLowerCase();
       this.rbac.authorize({ user, verb: method.toLowerCase(), path });
@@ -457,7 +474,8 @@ export class FakeApiServer {
       throw new ApiStatusError(404, "NotFound", "the server could not find the requested resource");
     }
     const route = parseRoute(url.pathname);
-    if (!route) throw new ApiStatusError(404, "NotFound", "the server could not find the requested resource");
+    if (!route || !served.includes(route.res))
+      throw new ApiStatusError(404, "NotFound", "the server could not find the requested resource");
     const verb = verbOf(method, route, url);
     const key = resourceKey(route.res);
     const ns = route.res.namespaced ? route.namespace : undefined;
