@@ -71,6 +71,9 @@ test("Time (meta/v1/time.go RFC3339), int32, int-or-string (intstr.go) as Go dec
     event({ firstTimestamp: "2026-12-01T14:38:33.611Z" }),
   );
   assert.equal(ms.status, 201, "RFC3339 takes fractional seconds although its layout has none");
+  assert.equal(ms.body.firstTimestamp, "2026-12-01T14:38:33Z", "and a Time is stored to the second");
+  const offset = await admin(api, "POST", LEASES, lease({ renewTime: "2026-12-01T15:38:33.611000+01:00" }));
+  assert.equal(offset.body.spec.renewTime, "2026-12-01T14:38:33.611000Z", "a MicroTime comes back in UTC");
   const bad = await admin(
     api,
     "POST",

@@ -16,6 +16,8 @@
  * - IntOrString (apimachinery pkg/util/intstr/intstr.go UnmarshalJSON): a JSON string, or a
  *   number that decodes as int32.
  * - `null` decodes to the zero value for all of these, as in Go.
+ * - What is stored is what Go writes back (time.go / micro_time.go MarshalJSON): a Time
+ *   keeps whole seconds (`.611Z` comes back as `Z`), a MicroTime six digits, both in UTC.
  *
  * Only the fields passlb writes are typed here (Lease, core/v1 Event, Service, EndpointSlice,
  * ObjectMeta); other fields pass through. Deliberately not: resource.Quantity (passlb writes
@@ -143,35 +145,52 @@ function decodeError(type: WireType, v: unknown, goField: string): string | unde
   }
 }
 
-function visit(
-  node: unknown,
-  segments: readonly string[],
-  at: (v: unknown) => string | undefined,
-): string | undefined {
-  if (segments.length === 0) return at(node);
+/** Go's Time / MicroTime MarshalJSON: UTC, RFC3339 with no fraction, or exactly six digits. */
+export function goTimeText(value: string, micro: boolean): string {
+  const m = /\.(\d+)/.exec(value);
+  const iso = new Date(value).toISOString(); // milliseconds, UTC
+  if (!micro) return iso.replace(/\.\d+Z$/, "Z");
+  const digits = `${m?.[1] ?? ""}000000`.slice(0, 6);
+  return iso.replace(/\.\d+Z$/, `.${digits}Z`);
+}
+
+type Visitor = (v: unknown, set: (x: unknown) => void) => string | undefined;
+
+function visit(node: unknown, segments: readonly string[], at: Visitor): string | undefined {
   if (typeof node !== "object" || node === null) return undefined;
   const [head = "", ...tail] = segments;
   const list = head.endsWith("[]");
-  const child = (node as Record<string, unknown>)[list ? head.slice(0, -2) : head];
+  const o = node as Record<string, unknown>;
+  const key = list ? head.slice(0, -2) : head;
+  const child = o[key];
   if (child === undefined) return undefined;
-  if (!list) return visit(child, tail, at);
+  if (!list) {
+    if (tail.length === 0) return at(child, (x) => (o[key] = x));
+    return visit(child, tail, at);
+  }
   if (!Array.isArray(child)) return undefined;
-  for (const item of child) {
-    const e = visit(item, tail, at);
+  for (const [i, item] of child.entries()) {
+    const e = tail.length === 0 ? at(item, (x) => (child[i] = x)) : visit(item, tail, at);
     if (e) return e;
   }
   return undefined;
 }
 
 /**
- * Throws the 400 kube-apiserver answers when `body` does not decode into `kind`'s Go type
- * (only the typed fields of WIRE_TYPES are checked).
+ * Decodes `body` in place as kube-apiserver does: throws the 400 it answers when a typed
+ * field does not decode into `kind`'s Go type, and stores times as Go writes them back
+ * (Time to the second, MicroTime to the microsecond, both UTC) — so a client comparing
+ * what it wrote with what it reads sees what a real server gives back.
  */
 export function decodeWire(key: string, kind: string, version: string, body: unknown): void {
   const table = { ...META, ...(WIRE_TYPES[key] ?? {}) };
   for (const [path, type] of Object.entries(table)) {
     const goField = `${kind}.${path.replace(/\[\]/g, "")}`;
-    const err = visit(body, path.split("."), (v) => decodeError(type, v, goField));
+    const err = visit(body, path.split("."), (v, set) => {
+      const e = decodeError(type, v, goField);
+      if (!e && typeof v === "string" && (type === "time" || type === "microtime")) set(goTimeText(v, type === "microtime"));
+      return e;
+    });
     if (err) {
       throw new ApiStatusError(
         400,
