@@ -250,17 +250,21 @@ test("CRD absent and no access are named as such, from the real kubectl's words"
   await withCluster(
     async ({ env }) => {
       const r = await plugin(["plan"], env);
-      assert.equal(r.code, 1);
-      assert.match(r.stderr, /LoadBalancerIPPool CRD .* is not installed.*\[crd_missing\]/);
-      assert.match(r.stderr, /the server doesn't have a resource type "loadbalancerippools"/);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /LoadBalancerIPPool CRD .* is not installed.*\[crd_missing\]/, r.stderr);
+      assert.match(r.stderr, /the server doesn't have a resource type "loadbalancerippools"/, r.stderr);
     },
     { options: { customResources: false } },
   );
   await withCluster(
     async ({ env }) => {
       const r = await plugin(["plan"], env);
-      assert.equal(r.code, 1);
-      assert.match(r.stderr, /no access: kubectl get .* was denied.*User "jane".*\[kubectl_forbidden\]/);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        /no access: kubectl get .* was denied.*User "jane".*\[kubectl_forbidden\]/,
+        r.stderr,
+      );
       assert.match(
         r.stderr,
         /Error from server \(Forbidden\): .* is forbidden: User "jane" cannot list resource/,

@@ -31,8 +31,20 @@
  * selectors, graceful deletion of Pods, garbage collection by ownerReferences.
  */
 import { randomUUID } from "node:crypto";
+import { WatchHistory, type WatchSink } from "./fake-api-history.ts";
+import {
+  asObject,
+  generateName,
+  keepSystemMeta,
+  namespaceAdmits,
+  objectId,
+  qualified,
+} from "./fake-api-meta.ts";
 import { jsonPatch, type Matcher, mergePatch, PatchError } from "./fake-api-patch.ts";
 import { apiVersionOf, type FakeResource, resourceKey } from "./fake-api-resources.ts";
+import { ApiStatusError } from "./fake-api-status.ts";
+
+export { ApiStatusError, type WatchSink };
 
 export type Obj = Record<string, unknown> & { metadata: Meta };
 export interface Meta extends Record<string, unknown> {
@@ -56,72 +68,14 @@ export interface Admission {
   validate(res: FakeResource, obj: Obj, old: Obj | undefined): void;
 }
 
-/** apiserver pkg/storage/names/generate.go: no vowels, no look-alike digits */
-const NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
-
-function generateName(base: string): string {
-  const prefix = base.length > 58 ? base.slice(0, 58) : base;
-  let out = "";
-  for (let i = 0; i < 5; i++) out += NAME_ALPHABET[Math.floor(Math.random() * NAME_ALPHABET.length)];
-  return `${prefix}${out}`;
-}
-
-export class ApiStatusError extends Error {
-  readonly code: number;
-  readonly reason: string;
-  readonly details: Record<string, unknown>;
-  constructor(code: number, reason: string, message: string, details: Record<string, unknown> = {}) {
-    super(message);
-    this.code = code;
-    this.reason = reason;
-    this.details = details;
-  }
-
-  status(): Record<string, unknown> {
-    return {
-      kind: "Status",
-      apiVersion: "v1",
-      metadata: {},
-      status: "Failure",
-      message: this.message,
-      reason: this.reason,
-      details: this.details,
-      code: this.code,
-    };
-  }
-}
-
-interface HistoryEvent {
-  readonly rv: number;
-  readonly key: string;
-  readonly type: WatchType;
-  readonly object: Obj;
-  readonly previous: Obj | undefined;
-}
-
-export interface WatchSink {
-  readonly key: string;
-  readonly namespace: string | undefined;
-  readonly match: Matcher;
-  readonly send: (type: WatchType, object: Obj) => void;
-}
-
-const HISTORY_LIMIT = 20_000;
-
-function objectId(namespace: string | undefined, name: string): string {
-  return `${namespace ?? ""}/${name}`;
-}
-
 function fail(res: FakeResource, code: number, reason: string, name: string, message: string): never {
   throw new ApiStatusError(code, reason, message, { name, group: res.group, kind: res.resource });
 }
 
 export class FakeApiStore {
   #rv = 1;
-  #compactedRv = 1;
   readonly #objects = new Map<string, Map<string, Obj>>();
-  #history: HistoryEvent[] = [];
-  readonly #sinks = new Set<WatchSink>();
+  readonly #history = new WatchHistory();
   readonly #now: () => Date;
   admission: Admission | undefined;
 
@@ -134,13 +88,12 @@ export class FakeApiStore {
   }
 
   get compactedResourceVersion(): string {
-    return String(this.#compactedRv);
+    return String(this.#history.compactedRv);
   }
 
   /** Drops the watch history: a watch resuming from an older resourceVersion gets 410 Gone. */
   compact(): void {
-    this.#compactedRv = this.#rv;
-    this.#history = [];
+    this.#history.compact(this.#rv);
   }
 
   #table(res: FakeResource): Map<string, Obj> {
@@ -168,13 +121,7 @@ export class FakeApiStore {
   }
 
   #emit(res: FakeResource, type: WatchType, object: Obj, previous: Obj | undefined): void {
-    const key = resourceKey(res);
-    this.#history.push({ rv: this.#rv, key, type, object: structuredClone(object), previous });
-    if (this.#history.length > HISTORY_LIMIT) {
-      const dropped = this.#history.splice(0, this.#history.length - HISTORY_LIMIT);
-      this.#compactedRv = dropped[dropped.length - 1]?.rv ?? this.#compactedRv;
-    }
-    for (const sink of [...this.#sinks]) deliver(sink, key, type, object, previous);
+    this.#history.emit(this.#rv, resourceKey(res), type, object, previous);
   }
 
   list(res: FakeResource, namespace: string | undefined, match: Matcher): { items: Obj[]; rv: string } {
@@ -210,7 +157,12 @@ export class FakeApiStore {
         );
       }
       meta.namespace = namespace ?? meta.namespace ?? "default";
-      this.#namespaceAdmits(res, meta.namespace, meta.name ?? "");
+      namespaceAdmits(
+        res,
+        this.#objects.get("namespaces")?.get(objectId(undefined, meta.namespace)),
+        meta.namespace,
+        meta.name ?? "",
+      );
     } else delete meta.namespace;
     this.admission?.decode(res, obj);
     if (!meta.name && meta.generateName) meta.name = generateName(meta.generateName);
@@ -236,33 +188,6 @@ export class FakeApiStore {
     this.#table(res).set(id, obj);
     this.#emit(res, "ADDED", obj, undefined);
     return structuredClone(obj);
-  }
-
-  /** NamespaceLifecycle admission: the namespace must exist and not be terminating. */
-  #namespaceAdmits(res: FakeResource, namespace: string, name: string): void {
-    const nsTable = this.#objects.get("namespaces");
-    const ns = nsTable?.get(objectId(undefined, namespace));
-    if (!ns) {
-      throw new ApiStatusError(404, "NotFound", `namespaces "${namespace}" not found`, {
-        name: namespace,
-        kind: "namespaces",
-      });
-    }
-    const phase = (ns.status as { phase?: string } | undefined)?.phase;
-    if (ns.metadata.deletionTimestamp || phase === "Terminating") {
-      const what = name ? `${qualified(res)} "${name}"` : qualified(res);
-      throw new ApiStatusError(
-        403,
-        "Forbidden",
-        `${what} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
-        {
-          name,
-          group: res.group,
-          kind: res.resource,
-          causes: [{ reason: "NamespaceTerminating", field: "metadata.namespace" }],
-        },
-      );
-    }
   }
 
   /** PUT: replaces the object (or only its status through the subresource). */
@@ -430,60 +355,10 @@ export class FakeApiStore {
   watch(res: FakeResource, rv: string, sink: WatchSink): () => void {
     if (rv === "" || rv === "0") {
       for (const o of this.list(res, sink.namespace, sink.match).items) sink.send("ADDED", o);
-    } else {
-      const from = Number(rv);
-      if (!Number.isFinite(from)) fail(res, 400, "BadRequest", "", `invalid resourceVersion ${rv}`);
-      if (from < this.#compactedRv) {
-        throw new ApiStatusError(410, "Expired", `too old resource version: ${rv} (${this.#compactedRv})`);
-      }
-      for (const e of this.#history) {
-        if (e.rv > from) deliver(sink, e.key, e.type, e.object, e.previous);
-      }
+      return this.#history.subscribe(sink);
     }
-    this.#sinks.add(sink);
-    return () => this.#sinks.delete(sink);
+    const from = Number(rv);
+    if (!Number.isFinite(from)) fail(res, 400, "BadRequest", "", `invalid resourceVersion ${rv}`);
+    return this.#history.replayAndSubscribe(from, rv, sink);
   }
-}
-
-function deliver(
-  sink: WatchSink,
-  key: string,
-  type: WatchType,
-  object: Obj,
-  previous: Obj | undefined,
-): void {
-  if (sink.key !== key) return;
-  if (sink.namespace !== undefined && object.metadata.namespace !== sink.namespace) return;
-  const now = sink.match(object);
-  const before = previous !== undefined && sink.match(previous);
-  if (type === "MODIFIED" && now && !before) sink.send("ADDED", structuredClone(object));
-  else if (type === "MODIFIED" && !now && before) sink.send("DELETED", structuredClone(object));
-  else if (now || (type === "DELETED" && before)) sink.send(type, structuredClone(object));
-}
-
-/** "services", "leases.coordination.k8s.io": apimachinery GroupResource.String() */
-function qualified(res: FakeResource): string {
-  return res.group === "" ? res.resource : `${res.resource}.${res.group}`;
-}
-
-/** what no write can change: the system-set metadata (ObjectMeta update validation) */
-function keepSystemMeta(stored: Obj): Partial<Meta> {
-  const m = stored.metadata;
-  return {
-    name: m.name,
-    namespace: m.namespace,
-    uid: m.uid,
-    creationTimestamp: m.creationTimestamp,
-    generation: m.generation,
-    ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
-  } as Partial<Meta>;
-}
-
-function asObject(res: FakeResource, body: unknown): Obj {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new ApiStatusError(400, "BadRequest", `${res.kind}: the body is not an object`);
-  }
-  const obj = structuredClone(body) as Obj;
-  if (typeof obj.metadata !== "object" || obj.metadata === null) obj.metadata = {};
-  return obj;
 }

@@ -188,7 +188,8 @@ export function decodeWire(key: string, kind: string, version: string, body: unk
     const goField = `${kind}.${path.replace(/\[\]/g, "")}`;
     const err = visit(body, path.split("."), (v, set) => {
       const e = decodeError(type, v, goField);
-      if (!e && typeof v === "string" && (type === "time" || type === "microtime")) set(goTimeText(v, type === "microtime"));
+      if (!e && typeof v === "string" && (type === "time" || type === "microtime"))
+        set(goTimeText(v, type === "microtime"));
       return e;
     });
     if (err) {
