@@ -1,47 +1,55 @@
 /**
- * Test-only: an in-memory Kubernetes API server over plain HTTP on 127.0.0.1, as strict as
- * kube-apiserver on everything passlb sends or reads, for @kubernetes/client-node (KubeConfig,
- * the generated APIs, Watch, ListWatch), for passlb's sources and controller, and for the
- * real `kubectl` (discovery, -o json lists, get --raw through the pod proxy).
- *
- * Each rule lives in one file with its upstream source cited there:
+ * Test-only: an in-memory Kubernetes API server on 127.0.0.1 (plain HTTP, or HTTPS with
+ * `tls`), as strict as kube-apiserver on everything passlb sends or reads, for
+ * @kubernetes/client-node (KubeConfig, the generated APIs, Watch, ListWatch), for passlb's
+ * sources and controller, and for the real `kubectl` (discovery, -o json lists, get --raw
+ * through the pod proxy). This file is the lifecycle and the test hooks; each rule lives in
+ * one file with its upstream source cited there:
+ * - fake-api-handler.ts: one request through the handler chain — authentication,
+ *   authorization, the pod proxy, discovery, the verbs; every request recorded.
  * - fake-api-routes.ts: paths /api/v1/[namespaces/NS/]RES[/NAME[/status]], /apis/G/V/…, verbs.
  * - fake-api-resources.ts: the resources, discovery documents, field selector labels per
  *   resource, /status strategies; the custom resource from deploy/'s CRD.
  * - fake-api-rbac.ts: bearer tokens → users (401 for an unknown one), every request
  *   authorized against the Roles/ClusterRoles/bindings in deploy/, 403 with the real words.
  * - fake-api-wire.ts: decoding of MicroTime (six fractional digits), Time (RFC 3339),
- *   int32/int64/bool, int-or-string: 400 `… cannot be handled as a Lease: parsing time …`.
+ *   int32/int64/bool, int-or-string: 400 `… cannot be handled as a Lease: parsing time …`;
+ *   times stored as Go writes them back.
  * - fake-api-schema.ts: custom resources pruned and defaulted by the CRD's structural
  *   schema, fieldValidation Strict (400) / Warn (a `Warning` header), schema validation.
- * - fake-api-validation.ts (+ fake-api-field-errors.ts): ObjectMeta, names and
- *   generateName, Service status, EndpointSlice, Event, Lease — 422 Invalid.
- * - fake-api-store.ts: resourceVersions, 409 Conflict on a stale one, 409 AlreadyExists,
- *   subresource resets, finalizers and deletionTimestamp, no new finalizers once deleting,
- *   namespace lifecycle, 415 for strategic merge on custom resources, watch history / 410.
+ * - fake-api-validation.ts (+ fake-api-field-errors.ts, fake-api-ip.ts): ObjectMeta, names
+ *   and generateName, Service status, EndpointSlice, Event, Lease — 422 Invalid.
+ * - fake-api-store.ts (+ fake-api-meta.ts): resourceVersions, 409 Conflict on a stale one,
+ *   409 AlreadyExists, subresource resets, finalizers and deletionTimestamp, namespace
+ *   lifecycle, 415 for strategic merge on custom resources.
+ * - fake-api-history.ts: watch history, 410 from a compacted version.
  * - fake-api-patch.ts: JSON patch (with `test`), merge patch (null deletes), selectors.
  * - fake-api-pages.ts: limit/continue paging from a snapshot, 410 on an expired token.
  * - fake-api-watch.ts: watch streams; the server ends them itself; BOOKMARKs.
  * - fake-api-admission.ts: the per-request glue (decode, validate, field selector labels).
+ * - fake-api-failures.ts, fake-api-kubeconfig.ts, fake-api-tls.ts, fake-api-status.ts:
+ *   injected failures, kubeconfig text, a throwaway certificate, the Status error.
  *
  * Identities (fake-api-rbac.ts DEFAULT_USERS): `kubeConfig("controller")` and
  * `kubeConfig("lb")` are the ServiceAccounts deploy/ binds for passlb controller and
  * passlb lb; "admin" is in system:masters (test set-up and assertions); "jane" has no rights.
  *
- * Not emulated, and why: TLS (client-node and kubectl are pointed at http://127.0.0.1 with
- * verification off; TLS is the client library's concern, not passlb's), server-side apply
- * (passlb does not use it), admission webhooks and quota (none in a default install),
- * protobuf (client-node speaks JSON), the Service ClusterIP/NodePort allocators and Service
- * spec validation (passlb never writes a Service spec; fixtures come in through put()),
- * unknown fields of built-in types (client-node's typed models send none),
- * resource.Quantity (passlb writes none), OpenAPI documents (kubectl get needs none).
+ * Not emulated, and why: client certificates and TLS by default (client-node is pointed at
+ * http:// with verification off; TLS is on only for kubectl, which sends tokens only over
+ * it), server-side apply (passlb does not use it), admission webhooks and quota (none in a
+ * default install), protobuf (client-node speaks JSON), the Service ClusterIP/NodePort
+ * allocators and Service spec validation (passlb never writes a Service spec; fixtures come
+ * in through put()), unknown fields of built-in types (client-node's typed models send
+ * none), resource.Quantity (passlb writes none), OpenAPI documents (kubectl get needs none),
+ * garbage collection by ownerReferences (kube-controller-manager's, not the API server's).
  *
  * Test hooks: stop()/start() (same port, objects kept; open watches cut), closeWatches(),
  * compact(), bookmark(), failNext() (the next N matching requests answer with an error),
- * count() of requests per verb and resource, requests() (who asked what, and the answer),
- * put()/remove() to change objects without the API rules, waitForWatches(), kubeConfig(as) /
- * kubeconfigYaml(as); for paged lists expireContinueTokens() and `onListPage`; `rbac` for
- * the grants used; `podProxy` answers /pods/NAME:PORT/proxy/PATH.
+ * count() of requests per verb and resource, requests() and forbidden() (who asked what,
+ * and the answer), put()/remove()/find()/findAll() to change or read objects without the
+ * API rules, waitForWatches(), kubeConfig(as) / kubeconfigYaml(as); for paged lists
+ * expireContinueTokens() and `onListPage`; `rbac` for the grants used; `podProxy` answers
+ * /pods/NAME:PORT/proxy/PATH. FAKE_API_LOG=1 prints every refused request on stderr.
  *
  * Example:
  *   const api = new FakeApiServer();
