@@ -13,8 +13,8 @@
  * - Defaulting (pkg/apiserver/schema/defaulting/algorithm.go): a missing property with a
  *   `default` gets it.
  * - Validation against the schema (pkg/apiserver/validation): type, required, enum,
- *   pattern, lengths, minimum, minItems — through test/support/openapi-check.ts, so the 422
- *   names the field but its wording is that checker's, not kube-openapi's.
+ *   pattern, lengths, minimum, minItems, date-time, with kube-apiserver's field errors
+ *   (fake-api-crd-validation.ts).
  * - Patch types (customresource_handler.go supportedTypes): JSON patch, merge patch and
  *   apply; strategic merge patch is a 415 (checked in fake-api-store.ts).
  *
@@ -23,8 +23,9 @@
  */
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
+import { crdFieldErrors } from "./fake-api-crd-validation.ts";
+import { invalid } from "./fake-api-field-errors.ts";
 import { ApiStatusError, type Obj } from "./fake-api-store.ts";
-import { validateAgainst } from "./openapi-check.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: OpenAPI schema documents, read field by field
 type Schema = any;
@@ -120,18 +121,10 @@ export function pruneCustomResource(crd: CrdInfo, obj: Obj, validation: FieldVal
   return validation === "Warn" ? unknown.map((u) => `unknown field ${JSON.stringify(u)}`) : [];
 }
 
-/** Validation against the schema: throws a 422 naming every failing field. */
+/** Validation against the schema: throws the 422 naming every failing field. */
 export function validateCustomResource(crd: CrdInfo, obj: Obj): void {
-  const { metadata: _m, ...rest } = obj;
-  const problems = validateAgainst(crd.schema, rest);
-  if (problems.length === 0) return;
-  const name = String(obj.metadata.name ?? "");
-  throw new ApiStatusError(
-    422,
-    "Invalid",
-    `${crd.kind}.${crd.group} ${JSON.stringify(name)} is invalid: ${problems.length === 1 ? problems[0] : `[${problems.join(", ")}]`}`,
-    { name, group: crd.group, kind: crd.kind },
-  );
+  const errs = crdFieldErrors(crd.schema, obj);
+  if (errs.length > 0) throw invalid(crd.kind, crd.group, String(obj.metadata.name ?? ""), errs);
 }
 
 /** The `fieldValidation` query parameter (default Warn, as the real server since 1.27). */
