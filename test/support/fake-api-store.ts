@@ -40,7 +40,7 @@ import {
   objectId,
   qualified,
 } from "./fake-api-meta.ts";
-import { jsonPatch, type Matcher, mergePatch, PatchError } from "./fake-api-patch.ts";
+import { applyPatch, type Matcher, PatchError } from "./fake-api-patch.ts";
 import { apiVersionOf, type FakeResource, resourceKey } from "./fake-api-resources.ts";
 import { ApiStatusError } from "./fake-api-status.ts";
 
@@ -210,26 +210,7 @@ export class FakeApiStore {
     const current = this.get(res, namespace, name);
     let next: unknown;
     try {
-      if (contentType.startsWith("application/json-patch+json")) next = jsonPatch(current, patch);
-      else if (contentType.startsWith("application/strategic-merge-patch+json") && res.custom) {
-        throw new ApiStatusError(
-          415,
-          "UnsupportedMediaType",
-          "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
-        );
-      } else if (
-        contentType.startsWith("application/merge-patch+json") ||
-        contentType.startsWith("application/strategic-merge-patch+json")
-      ) {
-        // a resourceVersion in a merge patch is a precondition; the stored one is otherwise kept
-        next = mergePatch(current, patch);
-      } else {
-        throw new ApiStatusError(
-          415,
-          "UnsupportedMediaType",
-          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (the fake serves no apply: ${contentType})`,
-        );
-      }
+      next = applyPatch(contentType, res.custom, current, patch);
     } catch (e) {
       if (e instanceof PatchError) fail(res, 422, "Invalid", name, e.message);
       throw e;
