@@ -13,6 +13,7 @@
 import type { FakeResource } from "./fake-api-resources.ts";
 import { resourceKey } from "./fake-api-resources.ts";
 import {
+  applyDefaults,
   type CrdInfo,
   type FieldValidation,
   loadCrds,
@@ -37,12 +38,18 @@ export function requestAdmission(validation: FieldValidation, warnings: string[]
       if (crd) warnings.push(...pruneCustomResource(crd, obj, validation));
       else decodeWire(resourceKey(res), res.kind, res.version, obj);
     },
-    validate(res, obj, old) {
+    validate(res, obj, old, sub) {
       const crd = res.custom ? crdOf(res) : undefined;
       if (crd) validateCustomResource(crd, obj);
-      validateObject(res, obj, old);
+      validateObject(res, obj, old, sub);
     },
   };
+}
+
+/** What a custom resource read from storage looks like: defaulted by its CRD (for put()). */
+export function defaultStored(res: FakeResource, obj: Record<string, unknown>): void {
+  const crd = res.custom ? crdOf(res) : undefined;
+  if (crd) applyDefaults(obj, crd.schema);
 }
 
 /** 400 unless every label of `fieldSelector` is one the resource supports. */

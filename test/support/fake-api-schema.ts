@@ -86,7 +86,7 @@ function prune(x: unknown, s: Schema | undefined, path: string, unknown: string[
   }
 }
 
-function applyDefaults(x: unknown, s: Schema | undefined): void {
+export function applyDefaults(x: unknown, s: Schema | undefined): void {
   if (Array.isArray(x)) {
     for (const v of x) applyDefaults(v, s?.items);
     return;

@@ -46,8 +46,8 @@
  * Test hooks: stop()/start() (same port, objects kept; open watches cut), closeWatches(),
  * compact(), bookmark(), failNext() (the next N matching requests answer with an error),
  * count() of requests per verb and resource, requests() and forbidden() (who asked what,
- * and the answer), put()/remove()/find()/findAll() to change or read objects without the
- * API rules, waitForWatches(), kubeConfig(as) / kubeconfigYaml(as); for paged lists
+ * and the answer), put() (custom resources come back defaulted by their CRD, as storage
+ * returns them), remove(), find(), findAll() to change or read objects without the API rules, waitForWatches(), kubeConfig(as) / kubeconfigYaml(as); for paged lists
  * expireContinueTokens() and `onListPage`; `rbac` for the grants used; `podProxy` answers
  * /pods/NAME:PORT/proxy/PATH. FAKE_API_LOG=1 prints every refused request on stderr.
  *
@@ -63,6 +63,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
+import { defaultStored } from "./fake-api-admission.ts";
 import { type FailureRule, FakeFailures } from "./fake-api-failures.ts";
 import { type HandlerState, handleRequest, type PodProxy, type RequestRecord } from "./fake-api-handler.ts";
 import { kubeconfigText } from "./fake-api-kubeconfig.ts";
@@ -222,7 +223,10 @@ export class FakeApiServer {
 
   /** Test hook: creates or replaces an object (status included), bypassing the API rules. */
   put(object: Record<string, unknown>): Obj {
-    return this.store.put(this.#resourceOf(object), object);
+    const res = this.#resourceOf(object);
+    const copy = structuredClone(object);
+    defaultStored(res, copy);
+    return this.store.put(res, copy);
   }
 
   /** Test hook: removes an object now, finalizers or not. */

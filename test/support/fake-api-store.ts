@@ -65,7 +65,7 @@ export interface Admission {
   /** on the incoming object, before the strategy: may prune it in place; throws 400 */
   decode(res: FakeResource, obj: Obj): void;
   /** on the object as it would be stored; throws 422 */
-  validate(res: FakeResource, obj: Obj, old: Obj | undefined): void;
+  validate(res: FakeResource, obj: Obj, old: Obj | undefined, sub: string): void;
 }
 
 function fail(res: FakeResource, code: number, reason: string, name: string, message: string): never {
@@ -167,7 +167,7 @@ export class FakeApiStore {
     this.admission?.decode(res, obj);
     if (!meta.name && meta.generateName) meta.name = generateName(meta.generateName);
     if (res.status) delete obj.status;
-    this.admission?.validate(res, obj, undefined);
+    this.admission?.validate(res, obj, undefined, "");
     if (!meta.name)
       fail(
         res,
@@ -263,7 +263,7 @@ export class FakeApiStore {
         next.metadata.generation = (keep.generation ?? 1) + 1;
       }
     }
-    this.admission?.validate(res, next, stored);
+    this.admission?.validate(res, next, stored, sub ?? "");
     this.#stamp(res, next);
     if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
       table.delete(id);

@@ -130,6 +130,12 @@ test("custom resources (apiextensions pruning, defaulting, fieldValidation) by d
   assert.equal(made.body.spec.colour, undefined, "a field the schema lacks is pruned");
   assert.equal(made.body.spec.autoAssign, true, "schema defaults are applied");
   assert.deepEqual(made.warnings, ['299 - "unknown field \\"spec.colour\\""'], "Warn (the default) says so");
+  const stored = api.put({ ...pool(), metadata: { name: "put" } });
+  assert.deepEqual(
+    [stored.spec, (await admin(api, "GET", `${POOLS}/put`)).body.spec.disabled],
+    [{ addresses: ["203.0.113.0/28"], autoAssign: true, avoidBuggyIPs: false, disabled: false }, false],
+    "objects put by a test read back defaulted, as from storage",
+  );
   const status = { ipv4: { total: "16", used: 1, spare: 3 }, healthy: true };
   const written = await admin(api, "PUT", `${POOLS}/main/status`, { ...made.body, status });
   assert.equal(written.status, 200);

@@ -287,15 +287,16 @@ function validateLease(obj: Any): FieldError[] {
   return errs;
 }
 
-const BY_RESOURCE: Record<string, (obj: Any) => FieldError[]> = {
-  services: validateServiceStatus,
+const BY_RESOURCE: Record<string, (obj: Any, sub: string) => FieldError[]> = {
+  // ValidateServiceStatusUpdate runs on /status writes only (ValidateService ignores status)
+  services: (obj, sub) => (sub === "status" ? validateServiceStatus(obj) : []),
   "discovery.k8s.io/endpointslices": validateEndpointSlice,
   events: validateEvent,
   "coordination.k8s.io/leases": validateLease,
 };
 
 /** Throws the 422 the real server answers, or returns when `obj` (as it would be stored) is valid. */
-export function validateObject(res: FakeResource, obj: Obj, old: Obj | undefined): void {
-  const errs = [...(BY_RESOURCE[resourceKey(res)]?.(obj) ?? []), ...validateMeta(res, obj, old)];
+export function validateObject(res: FakeResource, obj: Obj, old: Obj | undefined, sub = ""): void {
+  const errs = [...(BY_RESOURCE[resourceKey(res)]?.(obj, sub) ?? []), ...validateMeta(res, obj, old)];
   if (errs.length > 0) throw invalid(res.kind, res.group, String(obj.metadata.name ?? ""), errs);
 }
