@@ -115,6 +115,7 @@ test("assigns addresses with the finalizer, status, Events and pool status; then
   assert.equal(api.count("update", "services"), 0, "an unchanged cluster writes no Service");
   assert.equal(api.count("update", "passlb.io/loadbalancerippools"), 0, "nor a pool");
   assert.equal(api.count("create", "events"), 0, "nor an Event");
+  assert.deepEqual(api.forbidden(), [], "nothing refused by deploy/'s RBAC");
 });
 
 test("a 409 on the status write is re-read and retried", async (t) => {

@@ -117,6 +117,7 @@ test("passlb lb in Kubernetes mode, userspace data plane", { timeout: 30_000 }, 
   await running;
   assert.equal(exitCode, 0);
   assert.equal(await canConnect("127.77.0.10", PORT), false, "listeners closed on shutdown");
+  assert.deepEqual(api.forbidden(), [], "passlb lb needs nothing deploy/rbac-lb.yaml does not grant");
 });
 
 test("the LB's input: manifests win, a kubeconfig is explicit or found, nothing is an error", async (t) => {
