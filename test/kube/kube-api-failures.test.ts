@@ -56,7 +56,8 @@ async function runCli(
   const dir = await mkdtemp(join(tmpdir(), "plb-loud-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const kubeconfig = join(dir, "kubeconfig");
-  await writeFile(kubeconfig, api.kubeconfigYaml());
+  // each command speaks as its own ServiceAccount from deploy/ (the strict server's RBAC)
+  await writeFile(kubeconfig, api.kubeconfigYaml(args[0] === "lb" ? "lb" : "controller"));
   let stderr = "";
   const stop = new AbortController();
   t.after(() => stop.abort());
@@ -172,7 +173,7 @@ function monitored(api: FakeApiServer, manageEndpointSlices = false) {
     logger: createLogger({ level: "info", component: "controller", write: (l) => lines.push(JSON.parse(l)) }),
   });
   const runtime = new ControllerRuntime({
-    kubeConfig: api.kubeConfig(),
+    kubeConfig: api.kubeConfig("controller"),
     namespace: "passlb-system",
     identity: "a",
     controller: { defaultClass: false, ipMode: "VIP" },
