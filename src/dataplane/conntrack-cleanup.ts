@@ -1,0 +1,94 @@
+/**
+ * Which UDP and SCTP conntrack entries a node agent must delete after a sync: those whose
+ * original destination is a listener's VIP and port and whose reply source is an endpoint
+ * that no longer serves it. Pure: the memory of the previous sync and the new rules in,
+ * the deletions and the next memory out; `conntrack-tool.ts` runs them.
+ *
+ * Why: a UDP "connection" is a conntrack entry that every datagram of the client renews.
+ * A client that always sends from one source port (resolvers, syslog, VoIP) keeps the
+ * entry, and with it the DNAT to a deleted pod, alive for ever; new rules are never
+ * consulted. kube-proxy deletes such entries after every sync (kubernetes
+ * pkg/proxy/conntrack/cleanup.go `CleanStaleEntries`): for every UDP service port with at
+ * least one serving endpoint, entries with `--orig-dst` a Service IP (ClusterIP,
+ * LoadBalancer IPs, external IPs), `--orig-port-dst` the port, and a `--reply-src` that is
+ * not a serving endpoint (`IsServing`, whatever the traffic policy, topology or
+ * terminating state); a port with no serving endpoint is skipped, there is nothing
+ * better to send to. TCP is left alone (a reset or a timeout ends those).
+ *
+ * The difference, and the bound: kube-proxy lists the whole table every sync; here only
+ * endpoints that went away are looked for. The memory holds, per listener, the serving
+ * addresses last seen (plus those that went away while the listener had no serving
+ * endpoint, so a pod replaced after a gap is still cleaned once its successor serves).
+ * A sync asks for at most one deletion per (UDP/SCTP listener, endpoint address that
+ * stopped serving it): nothing at all while endpoints do not change. What was known
+ * before the agent started is not known: entries older than the agent are not looked
+ * for (kube-proxy's full list would find them).
+ * Also not here: NodePorts and ClusterIPs (the agent serves neither).
+ */
+import type { IpFamily } from "../net/ip.ts";
+import type { AgentRule } from "./agent-rules.ts";
+
+export interface ConntrackDeletion {
+  readonly family: IpFamily;
+  readonly protocol: "udp" | "sctp";
+  /** `--orig-dst`: the VIP */
+  readonly origDst: string;
+  /** `--orig-port-dst`: the listener's port */
+  readonly origPortDst: number;
+  /** `--reply-src`: the endpoint that stopped serving */
+  readonly replySrc: string;
+  /** `namespace/name` and listener, for the log */
+  readonly service: string;
+}
+
+/** listener key (`vip proto port`) → addresses that may still have entries */
+export type ConntrackMemory = ReadonlyMap<string, readonly string[]>;
+
+export const EMPTY_CONNTRACK_MEMORY: ConntrackMemory = new Map();
+
+export function staleConntrackEntries(
+  previous: ConntrackMemory,
+  rules: readonly AgentRule[],
+): { deletions: ConntrackDeletion[]; next: ConntrackMemory } {
+  const deletions: ConntrackDeletion[] = [];
+  const next = new Map<string, readonly string[]>();
+  for (const rule of rules) {
+    if (rule.protocol !== "udp" && rule.protocol !== "sctp") continue;
+    const key = `${rule.vip} ${rule.protocol} ${rule.port}`;
+    if (next.has(key)) continue; // a duplicate listener: the ruleset keeps the first
+    const known = previous.get(key) ?? [];
+    if (rule.serving.length === 0) {
+      // nothing serves: keep what may still have entries until something does
+      if (known.length > 0) next.set(key, known);
+      continue;
+    }
+    const serving = new Set(rule.serving);
+    for (const address of known)
+      if (!serving.has(address))
+        deletions.push({
+          family: rule.family,
+          protocol: rule.protocol,
+          origDst: rule.vip,
+          origPortDst: rule.port,
+          replySrc: address,
+          service: `${rule.service} ${rule.listener}`,
+        });
+    next.set(key, rule.serving);
+  }
+  return { deletions, next };
+}
+
+/** The memory after some deletions failed: they are asked for again on the next sync. */
+export function rememberFailed(
+  memory: ConntrackMemory,
+  failed: readonly ConntrackDeletion[],
+): ConntrackMemory {
+  if (failed.length === 0) return memory;
+  const out = new Map(memory);
+  for (const d of failed) {
+    const key = `${d.origDst} ${d.protocol} ${d.origPortDst}`;
+    const list = out.get(key) ?? [];
+    if (!list.includes(d.replySrc)) out.set(key, [...list, d.replySrc]);
+  }
+  return out;
+}
