@@ -93,7 +93,7 @@ test("after a sync, UDP flows to an endpoint that stopped serving are deleted, o
   const logs: string[] = [];
   const dp = new AgentDataplane({ node: "node-b1", nft: fake.nft, conntrack, log: (l) => logs.push(l) });
   assert.equal(await dp.update(snap), "applied");
-  assert.deepEqual(asked, [], "the first sync knows of no earlier endpoint");
+  assert.equal(asked.length, 0, "the first sync knows of no earlier endpoint");
 
   const replaced = replaceDnsEndpoint(snap, "203.0.113.90");
   fail = true;

@@ -1,0 +1,102 @@
+/**
+ * Issue 18 in the lab, with real packets (docs/lab.md): a UDP client that keeps one source
+ * port across the replacement of its Service's pod — on another node, then on the same
+ * node — is answered by the new pod within 2 s (the agent deletes the conntrack entry that
+ * pinned it to the old pod, as kube-proxy's CleanStaleEntries does); and a TCP client of a
+ * Service without endpoints is refused within 1 s (the agent rejects, as kube-proxy does).
+ * The old pods keep running here, so an entry left behind would keep being answered by
+ * them: the test tells which pod answered. Root only; otherwise skipped with the reason.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Topology } from "../../src/lab/topology.ts";
+import { labUnavailable, sleep, startLab } from "./lab-harness.ts";
+
+const TOPOLOGY = "test/fixtures/lab/udp-reject/topology.yaml";
+const why = labUnavailable();
+
+interface PinResult {
+  readonly started: number;
+  readonly sent: number;
+  readonly answers: readonly { at: number; pod: string }[];
+}
+
+/** Moves the `pin` label to exactly these pods. */
+const pinTo = (pods: readonly string[]) => (topo: Topology) => {
+  for (const z of topo.zones)
+    for (const n of z.nodes)
+      for (const p of n.pods) {
+        if (pods.includes(p.name)) p.labels.pin = "yes";
+        else delete p.labels.pin;
+      }
+  return topo;
+};
+
+test("stale UDP flows and Services without endpoints, through the node agent", {
+  timeout: 120_000,
+}, async (t) => {
+  if (why) return t.skip(why);
+  const lab = await startLab(t, TOPOLOGY, { prefix: "udprj" });
+  const vip = await lab.vip("udprej/pinned");
+  lab.route(vip, ["node-a1"]);
+
+  /** Runs a fixed-port UDP client, replaces the pod 2 s in, and returns how long the new one took. */
+  const across = async (sourcePort: number, from: string, to: string) => {
+    const client = lab.client("client-a", [
+      "--mode",
+      "udp-pin",
+      "--target",
+      `${vip}:53`,
+      "--source-port",
+      String(sourcePort),
+      "--interval",
+      "100",
+      "--duration",
+      "7000",
+    ]) as unknown as Promise<PinResult>;
+    await sleep(2000);
+    const changed = Date.now();
+    await lab.update(pinTo([to]));
+    const r = await client;
+    const before = r.answers.filter((a) => a.at < changed);
+    assert.ok(before.length >= 5, `answers before the change: ${JSON.stringify(before)}`);
+    assert.ok(
+      before.every((a) => a.pod === from),
+      `before the change only ${from}: ${JSON.stringify(before)}`,
+    );
+    const first = r.answers.find((a) => a.pod === to);
+    assert.ok(first, `${to} never answered: ${JSON.stringify(r.answers.slice(-10))} (sent ${r.sent})`);
+    const took = first.at - changed;
+    t.diagnostic(`${from} → ${to}: the new pod answered ${took} ms after the manifests changed`);
+    assert.ok(took < 2000, `${to} answered ${took} ms after the change (bound 2000 ms)`);
+    const late = r.answers.filter((a) => a.at > first.at && a.pod !== to);
+    assert.deepEqual(late, [], "once the new pod answers, the old one never does again");
+  };
+
+  await t.test("UDP, fixed source port: pod replaced by one on another node", async () => {
+    await across(54321, "p1", "p4");
+  });
+
+  await t.test("UDP, fixed source port: pod replaced by one on the same node", async () => {
+    await lab.update(pinTo(["p1"]));
+    await across(54322, "p1", "p2");
+  });
+
+  await t.test("TCP to a Service without endpoints is refused within 1 s", async () => {
+    const empty = await lab.vip("udprej/empty");
+    lab.route(empty, ["node-a1"]);
+    const r = await lab.client("client-a", [
+      "--target",
+      `${empty}:85`,
+      "--count",
+      "3",
+      "--concurrency",
+      "3",
+      "--timeout",
+      "1000",
+    ]);
+    t.diagnostic(`3 connections refused in ${String(r.ms)} ms`);
+    assert.deepEqual(r.errors, { ECONNREFUSED: 3 }, "refused, not timed out");
+    assert.ok(Number(r.ms) < 1000, `took ${String(r.ms)} ms`);
+  });
+});
