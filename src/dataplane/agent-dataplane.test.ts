@@ -10,8 +10,7 @@ import { decodeDocuments } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { AgentDataplane } from "./agent-dataplane.ts";
 import type { AgentNft } from "./agent-nft.ts";
-import type { ConntrackDeletion } from "./conntrack-cleanup.ts";
-import type { ConntrackDriver } from "./conntrack-tool.ts";
+import type { ConntrackDriver, ConntrackFilter } from "./conntrack-tool.ts";
 
 async function quickstart(): Promise<Snapshot> {
   const read = await readManifests(["test/fixtures/lab/agent/quickstart.yaml"], async () => "");
@@ -81,7 +80,7 @@ function replaceDnsEndpoint(snap: Snapshot, address: string | undefined): Snapsh
 test("after a sync, UDP flows to an endpoint that stopped serving are deleted, once", async () => {
   const snap = await quickstart();
   const fake = fakeNft();
-  const asked: ConntrackDeletion[] = [];
+  const asked: ConntrackFilter[] = [];
   let fail = false;
   const conntrack: ConntrackDriver = {
     deleteFlows: async (d) => {
@@ -108,8 +107,8 @@ test("after a sync, UDP flows to an endpoint that stopped serving are deleted, o
   assert.equal(asked.length, 2);
   const d = asked[1]!;
   assert.deepEqual(
-    [d.family, d.protocol, d.origPortDst, d.replySrc, d.service],
-    ["IPv4", "udp", 53, "203.0.113.75", "demo/dns UDP/53"],
+    [d.family, d.protocol, d.origPortDst, d.replySrc, d.mark],
+    ["IPv4", "udp", 53, "203.0.113.75", undefined],
   );
   assert.ok(logs.some((l) => /deleted 1 UDP flow\(s\) of demo\/dns UDP\/53 to 203\.0\.113\.75/.test(l)));
   assert.equal(await dp.update(replaced), "unchanged");

@@ -25,16 +25,10 @@
  * for (kube-proxy's full list would find them).
  * Also not here: NodePorts and ClusterIPs (the agent serves neither).
  */
-import type { IpFamily } from "../net/ip.ts";
 import type { AgentRule } from "./agent-rules.ts";
+import type { ConntrackFilter } from "./conntrack-tool.ts";
 
-export interface ConntrackDeletion {
-  readonly family: IpFamily;
-  readonly protocol: "udp" | "sctp";
-  /** `--orig-dst`: the VIP */
-  readonly origDst: string;
-  /** `--orig-port-dst`: the listener's port */
-  readonly origPortDst: number;
+export interface ConntrackDeletion extends ConntrackFilter {
   /** `--reply-src`: the endpoint that stopped serving */
   readonly replySrc: string;
   /** `namespace/name` and listener, for the log */

@@ -1,25 +1,40 @@
 /**
  * Adapter: deletes conntrack entries through the kernel's conntrack interface with
- * Debian's `conntrack` tool (conntrack-tools), one `conntrack -D` per deletion that
- * `conntrack-cleanup.ts` decided:
+ * Debian's `conntrack` tool (conntrack-tools), one `conntrack -D` per filter that a pure
+ * step decided — on a node `conntrack-cleanup.ts`:
  *
  *   conntrack -D -f ipv4|ipv6 -p udp|sctp --orig-dst VIP --orig-port-dst PORT --reply-src ENDPOINT
  *
  * (the filter kube-proxy builds with `filterForIPPortNAT`, kubernetes
- * pkg/proxy/conntrack/cleanup.go). conntrack prints "N flow entries have been deleted" on
+ * pkg/proxy/conntrack/cleanup.go); on an LB host `lb-flow-release.ts`, with `--mark NODE`
+ * instead of `--reply-src`. conntrack prints "N flow entries have been deleted" on
  * stderr and exits 1 when N is 0; that is a result, not a failure. It decides nothing.
  */
 import { spawn } from "node:child_process";
 import { PasslbError } from "../errors.ts";
-import type { ConntrackDeletion } from "./conntrack-cleanup.ts";
+import type { IpFamily } from "../net/ip.ts";
 
-export interface ConntrackDriver {
-  /** deletes the entries one deletion names; resolves with how many the kernel removed */
-  readonly deleteFlows: (deletion: ConntrackDeletion) => Promise<number>;
+/** What one `conntrack -D` matches: every field given must match. */
+export interface ConntrackFilter {
+  readonly family: IpFamily;
+  readonly protocol: "udp" | "sctp";
+  /** `--orig-dst`: the VIP */
+  readonly origDst: string;
+  /** `--orig-port-dst`: the listener's port */
+  readonly origPortDst: number;
+  /** `--reply-src`: an endpoint (node agent) */
+  readonly replySrc?: string;
+  /** `--mark`: a node's conntrack mark (LB host) */
+  readonly mark?: number;
 }
 
-/** The conntrack command line for one deletion (without the command itself). */
-export function conntrackDeleteArgs(d: ConntrackDeletion): string[] {
+export interface ConntrackDriver {
+  /** deletes the entries one filter names; resolves with how many the kernel removed */
+  readonly deleteFlows: (filter: ConntrackFilter) => Promise<number>;
+}
+
+/** The conntrack command line for one filter (without the command itself). */
+export function conntrackDeleteArgs(d: ConntrackFilter): string[] {
   return [
     "-D",
     "-f",
@@ -30,8 +45,8 @@ export function conntrackDeleteArgs(d: ConntrackDeletion): string[] {
     d.origDst,
     "--orig-port-dst",
     String(d.origPortDst),
-    "--reply-src",
-    d.replySrc,
+    ...(d.replySrc === undefined ? [] : ["--reply-src", d.replySrc]),
+    ...(d.mark === undefined ? [] : ["--mark", String(d.mark)]),
   ];
 }
 

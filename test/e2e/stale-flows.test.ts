@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Topology } from "../../src/lab/topology.ts";
+import { planSnapshot } from "../../src/plan/planner.ts";
 import { labUnavailable, sleep, startLab } from "./lab-harness.ts";
 
 const TOPOLOGY = "test/fixtures/lab/udp-reject/topology.yaml";
@@ -99,4 +100,56 @@ test("stale UDP flows and Services without endpoints, through the node agent", {
     assert.deepEqual(r.errors, { ECONNREFUSED: 3 }, "refused, not timed out");
     assert.ok(Number(r.ms) < 1000, `took ${String(r.ms)} ms`);
   });
+});
+
+test("LB host: a UDP flow pinned to a node that left the Service's table moves to the new pod's node", {
+  timeout: 150_000,
+}, async (t) => {
+  if (why) return t.skip(why);
+  const lab = await startLab(t, TOPOLOGY, { prefix: "udprl", lb: true });
+  const vip = await lab.vip("udprej/local");
+  const plan = planSnapshot(await lab.snapshot()).plans.find((p) => p.service === "udprej/local")!;
+  const check = plan.healthChecks[0]!;
+  // node-a2 leaves the table once its health check for the Service fails: the prober's
+  // worst case (docs/health.md: interval × unhealthyThreshold + timeout); then the LB
+  // programs the change and releases the pinned flow: 2 s more for that
+  const boundMs = (check.intervalSeconds * check.unhealthyThreshold + check.timeoutSeconds + 2) * 1000;
+  const client = lab.client("client-a", [
+    "--mode",
+    "udp-pin",
+    "--target",
+    `${vip}:54`,
+    "--source-port",
+    "54323",
+    "--interval",
+    "100",
+    "--duration",
+    String(3000 + boundMs + 3000),
+  ]) as unknown as Promise<PinResult>;
+  await sleep(3000);
+  const changed = Date.now();
+  // eTP Local: the Service's only pod moves from node-a2 (p3) to node-a1 (p1); node-a2
+  // stays live on the LB host for Service `keep`
+  await lab.update((topo) => {
+    for (const z of topo.zones)
+      for (const n of z.nodes)
+        for (const p of n.pods) {
+          if (p.name === "p1") p.labels.local = "yes";
+          else delete p.labels.local;
+        }
+    return topo;
+  });
+  const r = await client;
+  const before = r.answers.filter((a) => a.at < changed);
+  assert.ok(before.length >= 10 && before.every((a) => a.pod === "p3"), JSON.stringify(before.slice(-5)));
+  const first = r.answers.find((a) => a.pod === "p1");
+  assert.ok(
+    first,
+    `the flow stayed pinned to node-a2: p1 never answered in ${boundMs + 3000} ms (last answers ${JSON.stringify(r.answers.slice(-3))}, sent ${r.sent})`,
+  );
+  const took = first.at - changed;
+  t.diagnostic(
+    `p3 (node-a2) → p1 (node-a1) under eTP Local: p1 answered ${took} ms after the change (bound ${boundMs} ms)`,
+  );
+  assert.ok(took < boundMs, `p1 answered ${took} ms after the change (bound ${boundMs} ms)`);
 });
