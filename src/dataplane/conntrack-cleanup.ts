@@ -13,7 +13,9 @@
  * LoadBalancer IPs, external IPs), `--orig-port-dst` the port, and a `--reply-src` that is
  * not a serving endpoint (`IsServing`, whatever the traffic policy, topology or
  * terminating state); a port with no serving endpoint is skipped, there is nothing
- * better to send to. TCP is left alone (a reset or a timeout ends those).
+ * better to send to. kube-proxy cleans UDP only; the agent also cleans SCTP (issue 18:
+ * an SCTP association to a deleted pod's address is as stuck, and nothing else would
+ * send it anywhere better). TCP is left alone (a reset or a timeout ends those).
  *
  * The difference, and the bound: kube-proxy lists the whole table every sync; here only
  * endpoints that went away are looked for. The memory holds, per listener, the serving

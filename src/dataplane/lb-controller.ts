@@ -19,7 +19,7 @@
  *   hashes; every `elementCheckEvery`-th time with elements) and compared with what we
  *   last applied; any difference → full sync.
  * - Bad input never corrupts what works (lb-forwardings.ts keeps last good forwardings).
- * - After an applied pass, UDP/SCTP flows pinned to a node that left a listener's tables
+ * - After an applied pass, UDP flows pinned to a node that left a listener's tables
  *   (and is still live for other Services) are released (lb-flow-release.ts) through the
  *   optional ConntrackDriver.
  * Outcomes are values (SyncOutcome); the loop owns the retry backoff.
@@ -62,7 +62,7 @@ export interface LbControllerOptions {
   readonly driftCheckMs?: number;
   readonly elementCheckEvery?: number;
   readonly onEvent?: (event: LbEvent) => void;
-  /** releases pinned UDP/SCTP flows of nodes that left a Service's table; none without it */
+  /** releases pinned UDP flows of nodes that left a Service's table; none without it */
   readonly conntrack?: ConntrackDriver;
 }
 

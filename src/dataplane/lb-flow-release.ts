@@ -1,5 +1,5 @@
 /**
- * Which pinned UDP and SCTP flows an LB host releases after a pass: for each listener of a
+ * Which pinned UDP flows an LB host releases after a pass: for each listener of a
  * Service, the nodes that were in its Maglev tables before the pass and are in none of them
  * after it, while they stay `live` (a member of some other Service) — their flows would
  * otherwise keep their conntrack mark for as long as the client keeps sending, and go to a
@@ -8,15 +8,16 @@
  * and the node's mark; the next datagram is hashed over the new table. Pure: forwardings
  * before and after, and the applied NftState (for the marks), in; filters out.
  *
- * The rule it follows: Google Cloud's backend-service load balancers keep established
- * connections on an unhealthy backend only for TCP (`connectionPersistenceOnUnhealthyBackends`
- * DEFAULT_FOR_PROTOCOL: "persists connections on unhealthy backends for TCP … for all other
- * protocols, connections don't persist"; cloud.google.com/load-balancing/docs/network/
- * networklb-backend-service, "Connection persistence on unhealthy backends"). TCP flows are
- * left alone (DESIGN.md "Connection tracking"). A node that left every table is not `live`
+ * The rule it follows: Google Cloud's backend services keep existing connections on an
+ * unhealthy backend only for connection-oriented protocols (Compute Engine API,
+ * `BackendServiceConnectionTrackingPolicy.connectionPersistenceOnUnhealthyBackends`, default
+ * DEFAULT_FOR_PROTOCOL: they persist "only for connection-oriented protocols (TCP and SCTP)
+ * … They do not persist for UDP"; load-balancing/docs/network/networklb-backend-service
+ * "Connection persistence"). TCP and SCTP flows are left alone (DESIGN.md "Connection
+ * tracking"). A node that left every table is not `live`
  * any more: the ruleset already hashes its flows again, nothing to delete. A listener that
  * fails open keeps every member in its table, so nothing moves.
- * Bound: one deletion per (UDP/SCTP listener, VIP, node that left its tables) per pass.
+ * Bound: one deletion per (UDP listener, VIP, node that left its tables) per pass.
  */
 import type { IpFamily } from "../net/ip.ts";
 import type { ConntrackFilter } from "./conntrack-tool.ts";
@@ -43,7 +44,7 @@ export function releasedFlows(
     const old = previous.get(f.service);
     if (!old || old === f) continue;
     for (const l of f.listeners) {
-      if (l.protocol === "TCP") continue;
+      if (l.protocol !== "UDP") continue;
       const was = old.listeners.find((x) => x.listener === l.listener);
       if (!was || was === l) continue;
       const now = tableNodes(l);
@@ -56,7 +57,7 @@ export function releasedFlows(
           if (mark === undefined || !live?.has(formatMark(mark))) continue;
           out.push({
             family: vip.family as IpFamily,
-            protocol: l.protocol === "UDP" ? "udp" : "sctp",
+            protocol: "udp",
             origDst: vip.address,
             origPortDst: l.port,
             mark,
