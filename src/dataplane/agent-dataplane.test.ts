@@ -120,7 +120,7 @@ test("after a sync, UDP flows to an endpoint that stopped serving are deleted, o
   assert.equal(asked.length, 2);
 });
 
-test("a listener without any endpoint is rejected, one without a local one (Local) dropped", async () => {
+test("a listener without any endpoint is rejected, not dropped (the Local drop: test/lab/agent-ruleset.test.ts)", async () => {
   const snap = await quickstart();
   const fake = fakeNft();
   const dp = new AgentDataplane({ node: "node-a1", nft: fake.nft, log: () => {} });
