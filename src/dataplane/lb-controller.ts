@@ -206,7 +206,8 @@ export class LbController {
     const snapshot = this.#snapshot;
     if (!snapshot) return { kind: "ok", mode: "noop", bytes: 0 };
     let update: DesiredUpdate;
-    const before = this.#forwardings.lastGood;
+    // only with a conntrack driver: the release compares the forwardings around the pass
+    const before = this.#o.conntrack ? this.#forwardings.lastGood : undefined;
     try {
       update = this.#desired(snapshot);
     } catch (cause) {
@@ -224,7 +225,7 @@ export class LbController {
       this.#current = desired;
       this.#needFull = false;
       if (!sameRoutes(this.#routes, wanted)) await this.#syncRoutes(wanted, true);
-      if (this.#o.conntrack) await this.#releaseFlows(before, desired);
+      if (before) await this.#releaseFlows(before, desired);
       return {
         kind: "ok",
         mode: script === "" ? "noop" : full ? "full" : "incremental",
