@@ -159,7 +159,11 @@ export async function runNftablesLb(
     } else if (e.kind !== "adopted" && describe(e) !== lastNote) {
       // a retried failure repeats its message: one event until it changes
       lastNote = describe(e);
-      obs.observer.note({ event: e.kind, severity: "warning", message: lastNote });
+      obs.observer.note({
+        event: e.kind,
+        severity: e.kind === "flows_released" ? "info" : "warning",
+        message: lastNote,
+      });
     }
   };
   // health: the prober plugs in as one HealthSource (members are `unknown`, i.e. serving,
