@@ -81,6 +81,7 @@ test("after a sync, UDP flows to an endpoint that stopped serving are deleted, o
   const snap = await quickstart();
   const fake = fakeNft();
   const asked: ConntrackFilter[] = [];
+  const listed: ConntrackFilter[] = [];
   let fail = false;
   const conntrack: ConntrackDriver = {
     deleteFlows: async (d) => {
@@ -88,11 +89,21 @@ test("after a sync, UDP flows to an endpoint that stopped serving are deleted, o
       if (fail) throw new PasslbError("conntrack_failed", "conntrack -D failed (exit 2): simulated");
       return 1;
     },
+    // the kernel's table before the agent started: the serving pods, nothing stale
+    listReplySources: async (f) => {
+      listed.push(f);
+      return ["203.0.113.75", "203.0.113.76"];
+    },
   };
   const logs: string[] = [];
   const dp = new AgentDataplane({ node: "node-b1", nft: fake.nft, conntrack, log: (l) => logs.push(l) });
   assert.equal(await dp.update(snap), "applied");
-  assert.equal(asked.length, 0, "the first sync knows of no earlier endpoint");
+  assert.equal(asked.length, 0, "nothing stale in the first sync's listing");
+  assert.deepEqual(
+    listed.map((f) => `${f.protocol} ${f.origPortDst} ${f.replySrc ?? "-"}`),
+    ["udp 53 -"],
+    "the first sync lists each UDP listener once",
+  );
 
   const replaced = replaceDnsEndpoint(snap, "203.0.113.90");
   fail = true;
@@ -113,6 +124,7 @@ test("after a sync, UDP flows to an endpoint that stopped serving are deleted, o
   assert.ok(logs.some((l) => /deleted 1 UDP flow\(s\) of demo\/dns UDP\/53 to 203\.0\.113\.75/.test(l)));
   assert.equal(await dp.update(replaced), "unchanged");
   assert.equal(asked.length, 2, "nothing more once it worked");
+  assert.equal(listed.length, 1, "listed at the first sync only");
 
   // nft refuses: the old rules stay, so nothing is deleted
   fake.refuse(true);
@@ -142,5 +154,29 @@ test("a listener without any endpoint is rejected, not dropped (the Local drop: 
     text,
     /# demo\/dns UDP\/53 Cluster\n {4}ip saddr != \{ 192\.0\.2\.0\/24 \} drop\n {2}\}/,
     "only the source-range drop in the listener chain: the filter chain rejects the rest",
+  );
+});
+
+test("the first sync deletes entries older than the agent: not serving, not the VIP's own", async () => {
+  const snap = await quickstart();
+  const fake = fakeNft();
+  const asked: ConntrackFilter[] = [];
+  let vip = "";
+  const conntrack: ConntrackDriver = {
+    deleteFlows: async (d) => {
+      asked.push(d);
+      return 1;
+    },
+    listReplySources: async (f) => {
+      vip = f.origDst;
+      // a pod deleted while the agent was down, a serving one, and an entry not DNATed
+      return ["203.0.113.99", "203.0.113.75", f.origDst, "203.0.113.99"];
+    },
+  };
+  const dp = new AgentDataplane({ node: "node-b1", nft: fake.nft, conntrack, log: () => {} });
+  assert.equal(await dp.update(snap), "applied");
+  assert.deepEqual(
+    asked.map((d) => `${d.origDst}:${d.origPortDst}<-${d.replySrc}`),
+    [`${vip}:53<-203.0.113.99`],
   );
 });

@@ -8,8 +8,10 @@
  * After every sync whose rules are in place (applied, or unchanged), it deletes the UDP and
  * SCTP conntrack entries that still point at endpoints that stopped serving
  * (`conntrack-cleanup.ts` decides, the `ConntrackDriver` deletes), as kube-proxy does after
- * each of its syncs; a deletion that fails is asked for again on the next sync. After a
- * failed apply the old rules are still in place, so nothing is deleted.
+ * each of its syncs; a deletion that fails is asked for again on the next sync. The first
+ * such sync lists each UDP/SCTP listener's entries once instead (the agent does not know
+ * what served before it started). After a failed apply the old rules are still in place,
+ * so nothing is deleted.
  *
  * It reads no files and owns no timers: the agent command feeds it snapshots from its
  * source (manifest folder, later the API).
@@ -25,6 +27,8 @@ import {
   EMPTY_CONNTRACK_MEMORY,
   rememberFailed,
   staleConntrackEntries,
+  staleFromListing,
+  startupListings,
 } from "./conntrack-cleanup.ts";
 import type { ConntrackDriver } from "./conntrack-tool.ts";
 
@@ -43,6 +47,8 @@ export class AgentDataplane {
   readonly #cache = createPlanCache();
   #applied: string | undefined;
   #conntrackMemory: ConntrackMemory = EMPTY_CONNTRACK_MEMORY;
+  /** the first sync's listing of every UDP/SCTP listener's entries is done */
+  #listed = false;
 
   constructor(options: AgentDataplaneOptions) {
     this.#options = options;
@@ -75,12 +81,42 @@ export class AgentDataplane {
   async #cleanConntrack(rules: Parameters<typeof staleConntrackEntries>[1]): Promise<void> {
     const { deletions, next } = staleConntrackEntries(this.#conntrackMemory, rules);
     const driver = this.#options.conntrack;
+    let firstError: string | undefined;
+    if (driver && !this.#listed) {
+      // entries from before the agent started: list each listener's once
+      let ok = true;
+      for (const rule of startupListings(rules)) {
+        try {
+          const sources = await driver.listReplySources({
+            family: rule.family,
+            protocol: rule.protocol as "udp" | "sctp",
+            origDst: rule.vip,
+            origPortDst: rule.port,
+          });
+          for (const d of staleFromListing(rule, sources))
+            if (
+              !deletions.some(
+                (x) =>
+                  x.origDst === d.origDst &&
+                  x.origPortDst === d.origPortDst &&
+                  x.protocol === d.protocol &&
+                  x.replySrc === d.replySrc,
+              )
+            )
+              deletions.push(d);
+        } catch (e) {
+          ok = false;
+          firstError ??= `${(e as { code?: string }).code ?? "error"}: ${(e as Error).message}`;
+        }
+      }
+      this.#listed = ok;
+    }
     if (!driver || deletions.length === 0) {
       this.#conntrackMemory = next;
+      if (firstError !== undefined) this.#options.log(`error ${firstError} (listed again next sync)`);
       return;
     }
     const failed: ConntrackDeletion[] = [];
-    let firstError: string | undefined;
     for (const d of deletions) {
       try {
         const n = await driver.deleteFlows(d);

@@ -22,9 +22,12 @@
  * addresses last seen (plus those that went away while the listener had no serving
  * endpoint, so a pod replaced after a gap is still cleaned once its successor serves).
  * A sync asks for at most one deletion per (UDP/SCTP listener, endpoint address that
- * stopped serving it): nothing at all while endpoints do not change. What was known
- * before the agent started is not known: entries older than the agent are not looked
- * for (kube-proxy's full list would find them).
+ * stopped serving it): nothing at all while endpoints do not change. What served before
+ * the agent started is not in that memory, so its first sync lists instead, once: one
+ * `conntrack -L` per UDP/SCTP listener with a serving endpoint (`startupListings`), and
+ * deletes the entries whose reply source is neither serving nor the VIP itself (an entry
+ * that was not DNATed — an LB host's own pinned flow — is not the agent's to touch)
+ * (`staleFromListing`).
  * Also not here: NodePorts and ClusterIPs (the agent serves neither).
  */
 import type { AgentRule } from "./agent-rules.ts";
@@ -87,4 +90,34 @@ export function rememberFailed(
     if (!list.includes(d.replySrc)) out.set(key, [...list, d.replySrc]);
   }
   return out;
+}
+
+/** The first sync's listings: one per UDP/SCTP listener that has a serving endpoint. */
+export function startupListings(rules: readonly AgentRule[]): AgentRule[] {
+  const seen = new Set<string>();
+  const out: AgentRule[] = [];
+  for (const r of rules) {
+    if ((r.protocol !== "udp" && r.protocol !== "sctp") || r.serving.length === 0) continue;
+    const key = `${r.vip} ${r.protocol} ${r.port}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(r);
+  }
+  return out;
+}
+
+/** Deletions for a listing of one listener's entries: reply sources neither serving nor the VIP. */
+export function staleFromListing(rule: AgentRule, replySources: readonly string[]): ConntrackDeletion[] {
+  if (rule.protocol !== "udp" && rule.protocol !== "sctp") return [];
+  const protocol = rule.protocol;
+  const serving = new Set(rule.serving);
+  const stale = [...new Set(replySources)].filter((a) => !serving.has(a) && a !== rule.vip).sort();
+  return stale.map((replySrc) => ({
+    family: rule.family,
+    protocol,
+    origDst: rule.vip,
+    origPortDst: rule.port,
+    replySrc,
+    service: `${rule.service} ${rule.listener}`,
+  }));
 }

@@ -7,7 +7,12 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
-import { conntrackDeleteArgs, conntrackTool, parseDeletedCount } from "./conntrack-tool.ts";
+import {
+  conntrackDeleteArgs,
+  conntrackTool,
+  parseDeletedCount,
+  parseReplySources,
+} from "./conntrack-tool.ts";
 
 test("command lines and the deleted count", () => {
   assert.deepEqual(
@@ -39,6 +44,13 @@ test("command lines and the deleted count", () => {
     3,
   );
   assert.equal(parseDeletedCount("conntrack v1.4.7 (conntrack-tools): Illegal option"), undefined);
+  assert.deepEqual(
+    parseReplySources(
+      "udp      17 59 src=192.0.2.10 dst=203.0.113.20 sport=54321 dport=53 [UNREPLIED] src=198.51.100.200 dst=192.0.2.10 sport=5353 dport=54321 mark=0 use=1\n" +
+        "sctp     132 9 ESTABLISHED src=fd00:192::10 dst=fd00:10::5 sport=5000 dport=2905 src=fd00:203::9 dst=fd00:192::10 sport=2905 dport=5000 [ASSURED] mark=0 use=1\n",
+    ),
+    ["198.51.100.200", "fd00:203::9"],
+  );
 });
 
 test("a missing tool is conntrack_unavailable, a refused call conntrack_failed", async () => {
@@ -110,6 +122,12 @@ test("against the kernel: by reply source and by mark (root with conntrack only)
   insert(54323, "198.51.100.202", 9);
   const tool = conntrackTool(["ip", "netns", "exec", ns, "conntrack"]);
   const flow = { family: "IPv4", protocol: "udp", origDst: "203.0.113.20", origPortDst: 53 } as const;
+  assert.deepEqual((await tool.listReplySources(flow)).sort(), [
+    "198.51.100.200",
+    "198.51.100.201",
+    "198.51.100.202",
+  ]);
+  assert.deepEqual(await tool.listReplySources({ ...flow, origPortDst: 54 }), []);
   assert.equal(await tool.deleteFlows({ ...flow, replySrc: "198.51.100.200" }), 1);
   assert.equal(
     await tool.deleteFlows({ ...flow, replySrc: "198.51.100.200" }),

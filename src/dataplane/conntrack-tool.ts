@@ -31,12 +31,14 @@ export interface ConntrackFilter {
 export interface ConntrackDriver {
   /** deletes the entries one filter names; resolves with how many the kernel removed */
   readonly deleteFlows: (filter: ConntrackFilter) => Promise<number>;
+  /** the reply sources of the entries one filter names (`conntrack -L`), one per entry */
+  readonly listReplySources: (filter: ConntrackFilter) => Promise<string[]>;
 }
 
 /** The conntrack command line for one filter (without the command itself). */
-export function conntrackDeleteArgs(d: ConntrackFilter): string[] {
+export function conntrackDeleteArgs(d: ConntrackFilter, verb: "-D" | "-L" = "-D"): string[] {
   return [
-    "-D",
+    verb,
     "-f",
     d.family === "IPv4" ? "ipv4" : "ipv6",
     "-p",
@@ -56,33 +58,59 @@ export function parseDeletedCount(stderr: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** The reply-direction source of every entry `conntrack -L` printed: the second `src=`
+ * of a line (the first is the original direction's). */
+export function parseReplySources(stdout: string): string[] {
+  const out: string[] = [];
+  for (const line of stdout.split("\n")) {
+    const sources = [...line.matchAll(/\bsrc=(\S+)/g)];
+    const reply = sources[1]?.[1];
+    if (reply !== undefined) out.push(reply);
+  }
+  return out;
+}
+
 /** `command` is how to run conntrack: `["conntrack"]`, or `["ip", "netns", "exec", NS, "conntrack"]`. */
 export function conntrackTool(command: readonly string[] = ["conntrack"]): ConntrackDriver {
   const [path, ...prefix] = command;
   if (path === undefined) throw new Error("conntrackTool: empty command");
+  const run = (args: string[]) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(path, [...prefix, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.setEncoding("utf8").on("data", (s: string) => {
+        stdout += s;
+      });
+      child.stderr.setEncoding("utf8").on("data", (s: string) => {
+        stderr += s;
+      });
+      child.on("error", (e) =>
+        reject(new PasslbError("conntrack_unavailable", `cannot run ${path}: ${e.message}`, { cause: e })),
+      );
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+  const failed = (args: string[], r: { code: number | null; stderr: string }) =>
+    new PasslbError(
+      "conntrack_failed",
+      `conntrack ${args.join(" ")} failed (exit ${r.code}): ${r.stderr.trim()}`,
+      {
+        details: { stderr: r.stderr, exitCode: r.code },
+      },
+    );
   return {
-    deleteFlows: (d) =>
-      new Promise((resolve, reject) => {
-        const args = conntrackDeleteArgs(d);
-        const child = spawn(path, [...prefix, ...args], { stdio: ["ignore", "ignore", "pipe"] });
-        let stderr = "";
-        child.stderr.setEncoding("utf8").on("data", (s: string) => {
-          stderr += s;
-        });
-        child.on("error", (e) =>
-          reject(new PasslbError("conntrack_unavailable", `cannot run ${path}: ${e.message}`, { cause: e })),
-        );
-        child.on("close", (code) => {
-          const n = parseDeletedCount(stderr);
-          if ((code === 0 || code === 1) && n !== undefined) return resolve(n);
-          reject(
-            new PasslbError(
-              "conntrack_failed",
-              `conntrack ${args.join(" ")} failed (exit ${code}): ${stderr.trim()}`,
-              { details: { stderr, exitCode: code } },
-            ),
-          );
-        });
-      }),
+    deleteFlows: async (d) => {
+      const args = conntrackDeleteArgs(d);
+      const r = await run(args);
+      const n = parseDeletedCount(r.stderr);
+      if ((r.code === 0 || r.code === 1) && n !== undefined) return n;
+      throw failed(args, r);
+    },
+    listReplySources: async (d) => {
+      const args = conntrackDeleteArgs(d, "-L");
+      const r = await run(args);
+      if (r.code !== 0) throw failed(args, r);
+      return parseReplySources(r.stdout);
+    },
   };
 }

@@ -264,6 +264,7 @@ test("UDP flows pinned to a node that left a Service's tables are released; TCP 
       asked.push(f);
       return 2;
     },
+    listReplySources: async () => assert.fail("the LB host never lists"),
   };
   const { c, events } = controller(nft, { health, conntrack });
   await c.start();
