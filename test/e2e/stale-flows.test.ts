@@ -83,6 +83,41 @@ test("stale UDP flows and Services without endpoints, through the node agent", {
     await across(54322, "p1", "p2");
   });
 
+  await t.test("UDP, fixed source port: pod replaced while the node's agent was down", async () => {
+    // the agent's memory of what served is gone with it: its first sync lists instead
+    await lab.update(pinTo(["p1"]));
+    const client = lab.client("client-a", [
+      "--mode",
+      "udp-pin",
+      "--target",
+      `${vip}:53`,
+      "--source-port",
+      "54324",
+      "--interval",
+      "100",
+      "--duration",
+      "20000",
+    ]) as unknown as Promise<PinResult>;
+    await sleep(2000);
+    await lab.restart("agent", "node-a1", true);
+    await lab.update(pinTo(["p2"]));
+    const started = Date.now();
+    await lab.restart("agent", "node-a1");
+    const r = await client;
+    const between = r.answers.filter((a) => a.at < started);
+    assert.ok(
+      between.length >= 20 && between.every((a) => a.pod === "p1"),
+      "while the agent is down its table and the entry stay: p1 answers",
+    );
+    const first = r.answers.find((a) => a.pod === "p2");
+    assert.ok(first, `p2 never answered after the agent restarted: ${JSON.stringify(r.answers.slice(-3))}`);
+    t.diagnostic(`agent restarted: p2 answered ${first.at - started} ms after the agent was started again`);
+    assert.deepEqual(
+      r.answers.filter((a) => a.at > first.at && a.pod !== "p2"),
+      [],
+    );
+  });
+
   await t.test("TCP to a Service without endpoints is refused within 1 s", async () => {
     const empty = await lab.vip("udprej/empty");
     lab.route(empty, ["node-a1"]);
