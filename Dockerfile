@@ -23,9 +23,11 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 FROM node:24-trixie-slim
 # nftables: the data plane; iproute2: addresses and policy routes; iputils-arping: the
 # gratuitous ARP for a VIP this host takes over on the L2 segment (IPv6 needs no tool: the
-# kernel sends the unsolicited neighbour advertisement itself, src/announce/vip-addresses.ts).
+# kernel sends the unsolicited neighbour advertisement itself, src/announce/vip-addresses.ts);
+# conntrack: release UDP flows pinned to a node that left a Service's table
+# (docs/dataplane-nftables.md) and remove stale UDP entries on nodes (docs/agent-dataplane.md).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping \
+  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/passlb
 ENV NODE_ENV=production

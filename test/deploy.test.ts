@@ -557,7 +557,7 @@ test("the Dockerfile builds from files that exist and installs what the LB host 
   assert.deepEqual(bases, ["node:24-trixie-slim", "node:24-trixie-slim"]);
   assert.match(text, /npm ci/);
   assert.match(text, /npm run build/);
-  for (const pkg of ["nftables", "iproute2", "iputils-arping"])
+  for (const pkg of ["nftables", "iproute2", "iputils-arping", "conntrack"])
     assert.match(text, new RegExp(`\\b${pkg}\\b`));
   assert.doesNotMatch(text, /\bndisc6\b/, "no tool the code does not run");
   assert.match(text, /^USER 65532/m);

@@ -18,6 +18,7 @@ import { lbPeersFromNodes } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
+import { conntrackTool } from "../dataplane/conntrack-tool.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
 import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
@@ -158,7 +159,11 @@ export async function runNftablesLb(
     } else if (e.kind !== "adopted" && describe(e) !== lastNote) {
       // a retried failure repeats its message: one event until it changes
       lastNote = describe(e);
-      obs.observer.note({ event: e.kind, severity: "warning", message: lastNote });
+      obs.observer.note({
+        event: e.kind,
+        severity: e.kind === "flows_released" ? "info" : "warning",
+        message: lastNote,
+      });
     }
   };
   // health: the prober plugs in as one HealthSource (members are `unknown`, i.e. serving,
@@ -203,6 +208,7 @@ export async function runNftablesLb(
     debounceMs: 5,
     driftCheckMs: flags.once ? 0 : driftMs,
     onEvent: log,
+    conntrack: conntrackTool(),
   });
   if (flags.claimNat) {
     try {
@@ -386,5 +392,9 @@ function describe(e: LbEvent): string {
       return `policy routes not fully installed (retrying): ${(e.error as Error).message}`;
     case "kept_last_good":
       return `${e.service}: kept its last good data plane (${e.reason})`;
+    case "flows_released":
+      return `${e.service}: released ${e.flows} pinned flow(s) of ${e.node}, which left its table`;
+    case "flows_release_failed":
+      return `${e.service}: could not release the pinned flows of ${e.node}: ${(e.error as Error).message}`;
   }
 }
