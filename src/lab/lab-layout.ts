@@ -36,6 +36,7 @@ import {
   sysctlCommand,
   zoneGatewayCommands,
 } from "./lab-host-commands.ts";
+import { type LabBgp, labBgpCommands } from "./lab-bgp.ts";
 import { type LabLbHost, labLbHosts, lbHostCommands } from "./lab-lb-hosts.ts";
 import { lbHostNames, type Topology, type TopologyPod } from "./topology.ts";
 
@@ -82,6 +83,8 @@ export interface LabLayout {
   readonly lb: LabHost;
   /** LB hosts on the shared client segment (empty in the classic lab) */
   readonly lbHosts: readonly LabLbHost[];
+  /** the routed LB tier (lab-bgp.ts): the `lb` namespace runs FRR and the LB hosts peer with it */
+  readonly bgp?: LabBgp;
   readonly zones: readonly LabZone[];
   readonly clients: readonly LabHost[];
   readonly nodes: readonly LabNode[];
@@ -180,13 +183,22 @@ export function labLayout(t: Topology): LabLayout {
     prefix,
     lb,
     lbHosts,
+    ...(t.bgp && { bgp: t.bgp }),
     zones,
     clients,
     nodes,
     pods,
     commands: [
       ...buildCommands(lb, zones, clients, nodes),
-      ...lbHostCommands(lb, lbHosts, clients, { clients: CLIENT_BRIDGE, nodes: NODE_BRIDGE }, sysctl),
+      ...lbHostCommands(
+        lb,
+        lbHosts,
+        clients,
+        { clients: CLIENT_BRIDGE, nodes: NODE_BRIDGE },
+        sysctl,
+        !t.bgp,
+      ),
+      ...(t.bgp ? labBgpCommands(lb, lbHosts, clients) : []),
     ],
   };
 }
