@@ -50,7 +50,10 @@ export function frrRouterFiles(hosts: readonly LabLbHost[], bgp: LabBgp): FrrFil
     " no bgp default ipv4-unicast",
     ...group("LBS"),
     ...group("LBS6"),
-    ...hosts.flatMap((h) => [` neighbor ${h.nodeIpv4} peer-group LBS`, ` neighbor ${h.nodeIpv6} peer-group LBS6`]),
+    ...hosts.flatMap((h) => [
+      ` neighbor ${h.nodeIpv4} peer-group LBS`,
+      ` neighbor ${h.nodeIpv6} peer-group LBS6`,
+    ]),
     " address-family ipv4 unicast",
     "  neighbor LBS activate",
     "  maximum-paths 16",
@@ -73,7 +76,11 @@ export function frrRouterFiles(hosts: readonly LabLbHost[], bgp: LabBgp): FrrFil
     "exit",
     "",
   ];
-  return { "zebra.conf": "! passlb lab router (lab-bgp.ts)\n", "bfdd.conf": bfdd.join("\n"), "bgpd.conf": bgpd.join("\n") };
+  return {
+    "zebra.conf": "! passlb lab router (lab-bgp.ts)\n",
+    "bfdd.conf": bfdd.join("\n"),
+    "bgpd.conf": bgpd.join("\n"),
+  };
 }
 
 /** The `passlb lb` flags of one LB host of a BGP lab; `stateDir` is where its BIRD lives. */

@@ -21,6 +21,8 @@
  *
  * It does not choose VIPs (the planner does) and does not run anything.
  */
+
+import { type LabBgp, labBgpCommands } from "./lab-bgp.ts";
 import {
   CLIENT_BRIDGE,
   type Command,
@@ -36,7 +38,6 @@ import {
   sysctlCommand,
   zoneGatewayCommands,
 } from "./lab-host-commands.ts";
-import { type LabBgp, labBgpCommands } from "./lab-bgp.ts";
 import { type LabLbHost, labLbHosts, lbHostCommands } from "./lab-lb-hosts.ts";
 import { lbHostNames, type Topology, type TopologyPod } from "./topology.ts";
 
@@ -190,14 +191,7 @@ export function labLayout(t: Topology): LabLayout {
     pods,
     commands: [
       ...buildCommands(lb, zones, clients, nodes),
-      ...lbHostCommands(
-        lb,
-        lbHosts,
-        clients,
-        { clients: CLIENT_BRIDGE, nodes: NODE_BRIDGE },
-        sysctl,
-        !t.bgp,
-      ),
+      ...lbHostCommands(lb, lbHosts, clients, { clients: CLIENT_BRIDGE, nodes: NODE_BRIDGE }, sysctl, !t.bgp),
       ...(t.bgp ? labBgpCommands(lb, lbHosts, clients) : []),
     ],
   };

@@ -64,9 +64,13 @@ export async function startLabRouter(stateDir: string, layout: LabLayout): Promi
 
 /** The router's next hops for a VIP now (its FIB, as FRR installed it). */
 export function routerNextHops(layout: Pick<LabLayout, "lb">, vip: string): string[] {
-  const r = spawnSync("ip", ["-n", layout.lb.ns, "-j", vip.includes(":") ? "-6" : "-4", "route", "show", vip], {
-    encoding: "utf8",
-  });
+  const r = spawnSync(
+    "ip",
+    ["-n", layout.lb.ns, "-j", vip.includes(":") ? "-6" : "-4", "route", "show", vip],
+    {
+      encoding: "utf8",
+    },
+  );
   const rows = JSON.parse(r.stdout || "[]") as {
     dst?: string;
     protocol?: string;

@@ -11,10 +11,10 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { labBgpLbArgs } from "./lab-bgp.ts";
 import { defaultStateRoot, readTopologyFile, writeLabManifests } from "./lab-files.ts";
 import { procSysScript } from "./lab-host-commands.ts";
 import { type LabHost, type LabLayout, labPrefix } from "./lab-layout.ts";
-import { labBgpLbArgs } from "./lab-bgp.ts";
 import { type LabLbHost, labPeers } from "./lab-lb-hosts.ts";
 import { agentArgs, echoArgs, type LabProcess, removeNamespaces, startLabProcess } from "./lab-processes.ts";
 import { startLabRouter } from "./lab-router.ts";
