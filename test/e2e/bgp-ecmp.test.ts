@@ -9,6 +9,8 @@
  *   connections survive (they continue through another LB host to the same node), and new
  *   connections fail only within 1 s (BFD 100 ms × 3);
  * - the LB host joins again: 0 established connections broken;
+ * - passlb alone crashes: BIRD keeps announcing (the kernel keeps forwarding) and the next
+ *   passlb adopts the running BIRD;
  * - `passlb lb` stopped gracefully (SIGTERM: withdraw, wait, stop BIRD): 0 failed, old or new;
  * - every node unhealthy for a Service on every host: its VIP is withdrawn everywhere within
  *   interval × unhealthyThreshold + 2 s.
@@ -221,6 +223,29 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
     t.diagnostic(`${victim.name} back on the router ${joined} ms after its restart; ${broken.length} broken`);
     assert.deepEqual(broken, []);
     assert.ok(carries > 0, `${victim.name} carries some of the established connections again`);
+  });
+
+  await t.test("passlb alone crashes: BIRD keeps announcing, the next passlb adopts it", async () => {
+    const host = hosts[2]!;
+    const bird = birdPid(host.name);
+    const held = hold(60, 6000);
+    await sleep(1000);
+    process.kill(lbPid(host.name), "SIGKILL");
+    const t0 = Date.now();
+    let fewest = 3;
+    while (Date.now() - t0 < 2000) {
+      fewest = Math.min(fewest, routerNextHops(lab.state.layout, vip).length);
+      await sleep(50);
+    }
+    await lab.restart("lb", host.name);
+    for (let i = 0; i < 40 && !vipRoutes(host.ns).includes(vip); i++) await sleep(100);
+    const { connections } = await held;
+    assert.equal(fewest, 3, "the router kept all three paths while passlb was dead");
+    assert.equal(birdPid(host.name), bird, "the restarted passlb adopted the running BIRD");
+    assert.deepEqual(
+      connections.filter((c) => !c.ok),
+      [],
+    );
   });
 
   await t.test("passlb lb stopped gracefully on one host: 0 failed, old or new", async () => {
