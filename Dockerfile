@@ -18,9 +18,10 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 # nftables: the data plane; iproute2: addresses and policy routes; iputils-arping and ndisc6
-# (ndsend): announce a VIP this host takes over on the L2 segment.
+# (ndsend): announce a VIP this host takes over on the L2 segment; bird2: the BGP speaker of
+# `--announce bgp` (docs/vip-announce.md), from Debian's package, started by passlb.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping ndisc6 \
+  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping ndisc6 bird2 \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/passlb
 ENV NODE_ENV=production
