@@ -181,7 +181,8 @@ async function main(): Promise<void> {
         const { events } = await fresh;
         await stopping;
         const failedEvents = events.filter((e) => !e.ok);
-        const row = (results[kind] ??= { removal: [], survived: [], failed: [], span: [], gap: [] });
+        results[kind] ??= { removal: [], survived: [], failed: [], span: [], gap: [] };
+        const row = results[kind];
         row.removal.push(removal);
         row.survived.push(connections.filter((c) => c.ok).length);
         row.failed.push(failedEvents.length);
