@@ -219,6 +219,18 @@ export async function startBgpAnnounce(
   const update = () =>
     announcer.setServability(vipServability({ planned, programmed, lastPassOk: lastOk, kept }));
   update();
+  obs?.observer.announcement(() => ({
+    mode: "bgp",
+    speaker: {
+      health: announcer.speaker.health,
+      findings: announcer.speaker.findings,
+      sessions: announcer.speaker.sessions.map((s) => {
+        const bfd = announcer.speaker.bfd.find((b) => b.peer === s.peer)?.state;
+        return { peer: s.peer, state: s.state, ...(bfd && { bfd }) };
+      }),
+    },
+    vips: announcer.announcements.map((a) => ({ vip: a.vip, state: a.state, reason: a.reason })),
+  }));
   try {
     await announcer.start();
   } catch (e) {

@@ -50,6 +50,24 @@ export interface DashboardInput {
   readonly events: readonly DashboardEvent[];
   /** findings not tied to a plan (config, data plane, agents) */
   readonly issues: readonly Finding[];
+  /** VIP announcement, when the process announces (passlb lb --announce bgp) */
+  readonly announce?: DashboardAnnounce;
+}
+
+/** How this host announces its VIPs and what the speaker reports (docs/vip-announce.md). */
+export interface DashboardAnnounce {
+  /** `bgp` */
+  readonly mode: string;
+  readonly speaker: {
+    readonly health: "healthy" | "degraded" | "down";
+    readonly findings: readonly string[];
+    readonly sessions: readonly { readonly peer: string; readonly state: string; readonly bfd?: string }[];
+  };
+  readonly vips: readonly {
+    readonly vip: string;
+    readonly state: "announced" | "withdrawn";
+    readonly reason: string;
+  }[];
 }
 
 export interface DashboardNode {
@@ -129,6 +147,7 @@ export interface DashboardState {
   /** newest last */
   readonly events: readonly (Omit<DashboardEvent, "at"> & { readonly at: string })[];
   readonly issues: readonly Finding[];
+  readonly announce?: DashboardAnnounce;
 }
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
@@ -158,6 +177,7 @@ export function dashboardState(input: DashboardInput): DashboardState {
     services,
     events: input.events.map((e) => ({ ...e, at: new Date(e.at).toISOString() })),
     issues: [...input.issues],
+    ...(input.announce && { announce: input.announce }),
   };
 }
 

@@ -15,6 +15,7 @@
  *                            last read count towards the recent shares
  *   finding(f)               a finding (plan issue, agent, data plane)
  *   note(event)              anything else worth showing (reload, agent stopped)
+ *   announcement(read)       how this host announces its VIPs, read at each state()
  *   state()                  the `/api/v1/state` view (dashboard-state.ts)
  *
  * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
@@ -25,7 +26,12 @@ import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
-import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
+import {
+  type DashboardAnnounce,
+  type DashboardEvent,
+  type DashboardState,
+  dashboardState,
+} from "./dashboard-state.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -60,6 +66,7 @@ export class Observer {
   /** `service\0node` → state at the last forwarding */
   #states = new Map<string, BackendState>();
   #traffic: (() => readonly TrafficTotals[]) | undefined;
+  #announce: (() => DashboardAnnounce) | undefined;
   /** `service\0node` → connections total at the last read (`#lastRead`: when that was) */
   readonly #lastTotals = new Map<string, number>();
   #lastRead = 0;
@@ -198,6 +205,11 @@ export class Observer {
     this.#o.logger.log(LOG_LEVEL[severity], fields, message);
   }
 
+  /** the announcement view, read at each `state()` (lb-announce-bgp.ts) */
+  announcement(read: () => DashboardAnnounce): void {
+    this.#announce = read;
+  }
+
   state(): DashboardState {
     const now = this.#o.now();
     const windowMs = this.#o.windowMs ?? 10_000;
@@ -228,6 +240,7 @@ export class Observer {
       recentConnections: recent,
       events: this.#events,
       issues: [...this.#issues.values()],
+      ...(this.#announce && { announce: this.#announce() }),
     });
   }
 }
