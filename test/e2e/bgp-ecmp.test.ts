@@ -5,6 +5,7 @@
  * router (net.core.txrehash=0). Shown, with the issue's bounds:
  * - flows spread over all 3 LB hosts: each carries ≥ 25 % of 1,000 new connections
  *   (counted in each LB host's conntrack);
+ * - each LB host's state API and metrics say its speaker is healthy and its VIPs announced;
  * - an LB host dies (passlb and BIRD SIGKILLed, links down): ≥ 99 % of 150 established
  *   connections survive (they continue through another LB host to the same node), and new
  *   connections fail only within 1 s (BFD 100 ms × 3);
@@ -84,6 +85,15 @@ async function waitGone(lab: Lab, vip: string, hop: string, ms: number): Promise
     await sleep(10);
   }
   throw new Error(`the router still routes ${vip} via ${hop} after ${ms} ms`);
+}
+
+/** GET on an LB host's dashboard (its own loopback, inside its namespace) */
+function dashboard(ns: string, path: string): string {
+  const js = `fetch("http://127.0.0.1:9797${path}").then((r) => r.text()).then((t) => process.stdout.write(t))`;
+  return spawnSync("ip", ["netns", "exec", ns, process.execPath, "-e", js], {
+    encoding: "utf8",
+    timeout: 10_000,
+  }).stdout;
 }
 
 function vipRoutes(ns: string): string[] {
@@ -173,6 +183,36 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
     assert.equal(six.failed, 0, `IPv6: ${JSON.stringify(six.errors)}`);
   });
 
+  await t.test(
+    "each LB host reports its speaker healthy and its VIPs announced (state API, metrics)",
+    async () => {
+      for (const h of hosts) {
+        let state: { announce?: { speaker: { health: string }; vips: { vip: string; state: string }[] } } =
+          {};
+        for (let i = 0; i < 100; i++) {
+          state = JSON.parse(dashboard(h.ns, "/api/v1/state") || "{}");
+          if (state.announce?.speaker.health === "healthy") break;
+          await sleep(100);
+        }
+        assert.equal(
+          state.announce?.speaker.health,
+          "healthy",
+          `${h.name}: ${JSON.stringify(state.announce)}`,
+        );
+        assert.deepEqual(
+          state.announce?.vips
+            .filter((v) => v.state === "announced")
+            .map((v) => v.vip)
+            .sort(),
+          [vip, local, vip6].sort(),
+        );
+        const metrics = dashboard(h.ns, "/metrics");
+        assert.match(metrics, /passlb_bgp_speaker_state\{state="healthy"\} 1/);
+        assert.match(metrics, /passlb_bfd_session_up\{peer="198.51.100.1"\} 1/);
+      }
+    },
+  );
+
   const victim = hosts[1]!;
   await t.test(
     "an LB host dies: ≥ 99 % of established connections survive, new ones fail within 1 s",
@@ -209,12 +249,13 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
   );
 
   await t.test("the LB host joins again: 0 established connections broken", async () => {
-    const held = hold(150, 9000);
+    // long enough for passlb to start, sync, start BIRD and peer on a loaded machine
+    const held = hold(150, 15000);
     await sleep(2000);
     ipn(victim.ns, "link", "set", "eth0", "up");
     ipn(victim.ns, "link", "set", "eth1", "up");
     await lab.restart("lb", victim.name);
-    const joined = await waitHops(lab, vip, 3, 6500);
+    const joined = await waitHops(lab, vip, 3, 12_000);
     const before = servicePackets(victim.ns);
     await sleep(500);
     const carries = servicePackets(victim.ns) - before;
