@@ -13,6 +13,8 @@
  * - passlb alone crashes: BIRD keeps announcing (the kernel keeps forwarding) and the next
  *   passlb adopts the running BIRD;
  * - `passlb lb` stopped gracefully (SIGTERM: withdraw, wait, stop BIRD): 0 failed, old or new;
+ * - a node's health flips and then an LB host dies (its flows move): only that node's
+ *   connections break (and at most those in the other nodes' Maglev slots that changed);
  * - every node unhealthy for a Service on every host: its VIP is withdrawn everywhere within
  *   interval × unhealthyThreshold + 2 s.
  * Root, nft, ip, conntrack, FRR and BIRD needed; skipped with the reason otherwise. The lab
@@ -23,6 +25,8 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
+import { kernelTableSize } from "../../src/dataplane/render/kernel-table-size.ts";
 import { labRouterUnavailable, routerNextHops } from "../../src/lab/lab-router.ts";
 import { planSnapshot } from "../../src/plan/planner.ts";
 import { type Lab, labUnavailable, sleep, startLab } from "./lab-harness.ts";
@@ -311,6 +315,70 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
     await lab.restart("lb", leaving.name);
     await waitHops(lab, vip, 3);
   });
+
+  await t.test(
+    "a node's health flips while flows move between LB hosts: only that node's flows break",
+    async () => {
+      // the share of the other nodes' Maglev slots that change when node-a3 leaves web-local's
+      // table (the same seed and sizes as passlb lb's defaults): flows only in those may break too
+      const plan = planSnapshot(await lab.snapshot()).plans.find((p) => p.service === "bgp/web-local")!;
+      const table = (down: string | undefined) =>
+        serviceForwarding(plan, (_s, _c, node) => ({ state: node === down ? "unhealthy" : "healthy" }), {
+          seed: 1,
+          sizeFor: kernelTableSize(),
+        }).listeners[0]!.table;
+      const [before, after] = [table(undefined), table("node-a3")];
+      let kept = 0;
+      let moved = 0;
+      for (let k = 0; k < before.size; k++) {
+        const was = before.backends[before.slots[k]!];
+        if (was === "node-a3") continue;
+        kept++;
+        if (before.size !== after.size || after.backends[after.slots[k]!] !== was) moved++;
+      }
+      const share = moved / kept;
+      const held = lab.client("client-a", [
+        "--mode",
+        "hold",
+        "--target",
+        `${local}:80`,
+        "--connections",
+        "150",
+        "--interval",
+        "100",
+        "--duration",
+        "16000",
+      ]) as unknown as Promise<{ connections: Held[] }>;
+      await sleep(2000);
+      const agent = lab.state.processes.find((p) => p.role === "agent" && p.host === "node-a3")!;
+      process.kill(agent.pid, "SIGKILL"); // its health server goes; its DNAT rules stay
+      await sleep(3000 * 2 + 2000); // every LB host takes node-a3 out of web-local's table
+      const mover = hosts[2]!;
+      ipn(mover.ns, "link", "set", "eth1", "down");
+      ipn(mover.ns, "link", "set", "eth0", "down");
+      process.kill(lbPid(mover.name), "SIGKILL");
+      process.kill(birdPid(mover.name), "SIGKILL");
+      await waitGone(lab, local, mover.nodeIpv4, 5000);
+      const { connections } = await held;
+      const others = connections.filter((c) => c.node !== "node-a3");
+      const brokenOthers = others.filter((c) => !c.ok);
+      const brokenA3 = connections.filter((c) => c.node === "node-a3" && !c.ok);
+      t.diagnostic(
+        `${mover.name} died after node-a3 left the table: ${brokenA3.length}/${connections.length - others.length} of node-a3's connections broke, ` +
+          `${brokenOthers.length}/${others.length} of the others (their slots moved: ${(share * 100).toFixed(2)} %)`,
+      );
+      assert.ok(
+        brokenOthers.length <= Math.ceil(share * others.length),
+        `${brokenOthers.length} connections of other nodes broke: ${JSON.stringify(brokenOthers)}`,
+      );
+      // restore: the LB host and the agent
+      ipn(mover.ns, "link", "set", "eth0", "up");
+      ipn(mover.ns, "link", "set", "eth1", "up");
+      await lab.restart("lb", mover.name);
+      await lab.restart("agent", "node-a3");
+      await waitHops(lab, local, 3, 30_000);
+    },
+  );
 
   await t.test("all backends of a VIP unhealthy on every host: withdrawn everywhere in time", async () => {
     const plan = planSnapshot(await lab.snapshot()).plans.find((p) => p.service === "bgp/web-local")!;
