@@ -60,3 +60,39 @@ test("bad flags: one message naming the flag", () => {
     assert.match(String(bgpAnnounceConfig(flags)), message);
   }
 });
+
+test("passlb lb with a bad BGP flag exits 2 with the message, before touching nft", async () => {
+  const { runNftablesLb } = await import("./lb-nftables.ts");
+  const { FakeNftApplier } = await import("../dataplane/fake-nft-applier.ts");
+  let stderr = "";
+  const nft = new FakeNftApplier();
+  const code = await runNftablesLb(
+    {
+      filename: ["examples/quickstart"],
+      manifests: [],
+      table: "passlb",
+      seed: "1",
+      maxTableSize: "4093",
+      routes: false,
+      probe: false,
+      pollMs: "1000",
+      driftCheckMs: "0",
+      peers: [],
+      heartbeatPort: "7480",
+      heartbeatMs: "200",
+      deadAfterMs: "1000",
+      handoverMs: "300",
+      announce: "bgp",
+      bgpAsn: "64512",
+      bgpPeer: ["192.0.2.254"],
+    },
+    { stdout: () => {}, stderr: (s) => (stderr += s), readStdin: async () => "" },
+    () => new AbortController().signal,
+    undefined,
+    undefined,
+    { nft },
+  );
+  assert.equal(code, 2);
+  assert.match(stderr, /error: --bgp-peer: "192.0.2.254" is not ADDR:ASN/);
+  assert.deepEqual(nft.scripts, [], "nothing was applied");
+});

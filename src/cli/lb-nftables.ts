@@ -133,6 +133,7 @@ export async function runNftablesLb(
   if (typeof announceWith === "string") return usage(io, announceWith);
   let bgp: BgpAnnounce | undefined;
   let bgpKept = new Set<string>();
+  let bgpPassOk = false;
   let lastPlanned: { service: string; vips: { address: string; family: "IPv4" | "IPv6" }[] }[] = [];
 
   const nft = adapters.nft ?? createNftApplier();
@@ -159,7 +160,8 @@ export async function runNftablesLb(
     io.stderr(`passlb lb: ${describe(e)}\n`);
     if (e.kind === "kept_last_good") bgpKept.add(e.service);
     if (e.kind === "synced" || e.kind === "sync_failed") {
-      bgp?.passDone(controller.forwarding, e.kind === "synced", bgpKept);
+      bgpPassOk = e.kind === "synced";
+      bgp?.passDone(controller.forwarding, bgpPassOk, bgpKept);
       bgpKept = new Set();
     }
     if (e.kind === "synced") synced();
@@ -253,7 +255,7 @@ export async function runNftablesLb(
       const started = await startBgpAnnounce(bgpWith, (line) => io.stderr(`passlb lb: ${line}\n`), obs, {
         planned: lastPlanned,
         programmed: controller.forwarding,
-        ok: controller.current !== undefined,
+        ok: bgpPassOk,
       });
       if (typeof started === "string") io.stderr(`error: --announce bgp: ${started}\n`);
       else bgp = started;
