@@ -4,7 +4,8 @@
  * directory — `bird.conf`, `bird.ctl` (socket), `bird.pid`, `bird.log` — so several LB
  * hosts can run on one machine (the lab) without sharing anything.
  *
- * - `start(config)`: writes the file, checks it with `bird -p -c` (parse only), then either
+ * - `start(config)`: checks the text with `bird -p -c` (parse only) and only then puts it in
+ *   place (a refused one leaves the last good file), then either
  *   adopts a BIRD that already answers on the socket (a previous passlb's: `birdc
  *   configure` loads the new file; sessions whose settings did not change stay up) or starts
  *   `bird -f -c … -s … -P …` detached, in its own process group, logging to `bird.log`.
@@ -18,7 +19,7 @@
  * BIRD", "Remote control").
  */
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PasslbError } from "../../errors.ts";
 import type { SpeakerState } from "./bgp-types.ts";
@@ -90,6 +91,8 @@ export function birdSpeaker(options: {
   bfd: boolean;
   bird?: string;
   birdc?: string;
+  /** start BIRD inside this network namespace (`ip netns exec`; tests) */
+  netns?: string;
 }): BgpSpeaker {
   const paths = birdPaths(options.stateDir);
   const bird = options.bird ?? "bird";
@@ -107,12 +110,15 @@ export function birdSpeaker(options: {
   return {
     async start(config) {
       mkdirSync(paths.dir, { recursive: true });
-      writeFileSync(paths.config, config);
-      const parsed = await run(bird, ["-p", "-c", paths.config]);
+      // checked before it replaces the file: a refused configuration leaves the last good one
+      const candidate = `${paths.config}.new`;
+      writeFileSync(candidate, config);
+      const parsed = await run(bird, ["-p", "-c", candidate]);
       if (parsed.code !== 0)
-        throw new PasslbError("announce_failed", `BIRD refused ${paths.config}: ${parsed.stderr.trim()}`, {
-          details: { stderr: parsed.stderr },
+        throw new PasslbError("announce_failed", `BIRD refused the configuration: ${parsed.stderr.trim()}`, {
+          details: { stderr: parsed.stderr, file: candidate },
         });
+      renameSync(candidate, paths.config);
       if ((await control("show", "status")) !== undefined) {
         const r = await control("configure", `"${paths.config}"`);
         if (r === undefined || /error/i.test(r))
@@ -120,7 +126,11 @@ export function birdSpeaker(options: {
         return;
       }
       const log = openSync(paths.log, "a");
-      const child = spawn(bird, ["-f", "-c", paths.config, "-s", paths.socket, "-P", paths.pid], {
+      const argv = ["-f", "-c", paths.config, "-s", paths.socket, "-P", paths.pid];
+      const [cmd, args] = options.netns
+        ? ["ip", ["netns", "exec", options.netns, bird, ...argv]]
+        : [bird, argv];
+      const child = spawn(cmd, args, {
         detached: true,
         stdio: ["ignore", log, log],
       });

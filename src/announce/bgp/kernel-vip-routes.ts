@@ -39,8 +39,10 @@ function ip(args: readonly string[]): Promise<{ code: number | null; stdout: str
   });
 }
 
-export function kernelVipRoutes(options: { table: number }): VipRouteTable {
+/** `netns`: run every `ip` inside that network namespace (`ip -n`; tests). */
+export function kernelVipRoutes(options: { table: number; netns?: string }): VipRouteTable {
   const table = String(options.table);
+  const ns = options.netns ? ["-n", options.netns] : [];
   const prefix = (vip: string) => `${vip}/${isIPv6(vip) ? 128 : 32}`;
   const fail = (what: string, stderr: string) =>
     new PasslbError("announce_failed", `${what} in table ${table}: ${stderr.trim()}`, {
@@ -50,7 +52,19 @@ export function kernelVipRoutes(options: { table: number }): VipRouteTable {
     async list() {
       const out: string[] = [];
       for (const family of ["-4", "-6"]) {
-        const r = await ip(["-j", family, "route", "show", "table", table, "proto", "static", "dev", "lo"]);
+        const r = await ip([
+          ...ns,
+          "-j",
+          family,
+          "route",
+          "show",
+          "table",
+          table,
+          "proto",
+          "static",
+          "dev",
+          "lo",
+        ]);
         if (r.code !== 0) {
           // an empty table that never existed is reported as an error by some iproute2 versions
           if (/does not exist|No such/.test(r.stderr)) continue;
@@ -62,11 +76,33 @@ export function kernelVipRoutes(options: { table: number }): VipRouteTable {
       return out;
     },
     async add(vip) {
-      const r = await ip(["route", "replace", prefix(vip), "dev", "lo", "table", table, "proto", "static"]);
+      const r = await ip([
+        ...ns,
+        "route",
+        "replace",
+        prefix(vip),
+        "dev",
+        "lo",
+        "table",
+        table,
+        "proto",
+        "static",
+      ]);
       if (r.code !== 0) throw fail(`adding the route of ${vip}`, r.stderr);
     },
     async remove(vip) {
-      const r = await ip(["route", "del", prefix(vip), "dev", "lo", "table", table, "proto", "static"]);
+      const r = await ip([
+        ...ns,
+        "route",
+        "del",
+        prefix(vip),
+        "dev",
+        "lo",
+        "table",
+        table,
+        "proto",
+        "static",
+      ]);
       if (r.code !== 0 && !/No such process|not found/i.test(r.stderr))
         throw fail(`deleting the route of ${vip}`, r.stderr);
     },
