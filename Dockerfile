@@ -25,9 +25,10 @@ FROM node:24-trixie-slim
 # gratuitous ARP for a VIP this host takes over on the L2 segment (IPv6 needs no tool: the
 # kernel sends the unsolicited neighbour advertisement itself, src/announce/vip-addresses.ts);
 # conntrack: release UDP flows pinned to a node that left a Service's table
-# (docs/dataplane-nftables.md) and remove stale UDP entries on nodes (docs/agent-dataplane.md).
+# (docs/dataplane-nftables.md) and remove stale UDP entries on nodes (docs/agent-dataplane.md);
+# bird2: the BGP speaker of `--announce bgp` (docs/vip-announce.md), started by passlb.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack \
+  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack bird2 \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/passlb
 ENV NODE_ENV=production

@@ -630,3 +630,40 @@ test("kubectl kustomize builds the base and the manage-endpointslices component"
     rmSync(overlay, { recursive: true, force: true });
   }
 });
+
+test("the announce-bgp component: its args are passlb lb flags, and kustomize builds it", (t) => {
+  const dir = join(DEPLOY, "components", "announce-bgp");
+  const component = docs(join(dir, "kustomization.yaml"))[0] as { kind: string; patches: { path: string }[] };
+  assert.equal(component.kind, "Component");
+  assert.deepEqual(
+    component.patches.map((p) => p.path).sort(),
+    readdirSync(dir)
+      .filter((f) => f !== "kustomization.yaml")
+      .sort(),
+  );
+  const ops = docs(join(dir, "lb-bgp.yaml"))[0] as unknown as { path: string; value: unknown }[];
+  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
+  const lb = program.commands.find((c) => c.name() === "lb")!;
+  const flags = new Set(lb.options.map((o) => o.long));
+  for (const op of ops.filter((o) => o.path.endsWith("/args/-")))
+    assert.ok(flags.has(String(op.value).split("=")[0]), `passlb lb has no ${op.value}`);
+  assert.match(readFileSync(join(ROOT, "Dockerfile"), "utf8"), /\bbird2\b/);
+  const missing = kustomizeAvailable();
+  if (missing) return t.diagnostic(`${missing}: the build is not checked`);
+  const overlay = mkdtempSync(join(tmpdir(), "plb-kustomize-"));
+  try {
+    const base = relative(overlay, DEPLOY);
+    writeFileSync(
+      join(overlay, "kustomization.yaml"),
+      `resources: [${base}]\ncomponents: [${base}/components/announce-bgp]\n`,
+    );
+    const built = parseAllDocuments(
+      execFileSync("kubectl", ["kustomize", overlay], { encoding: "utf8", timeout: 30_000 }),
+    ).map((d) => d.toJS() as Obj & { spec?: { template?: { spec: Record<string, unknown> } } });
+    const ds = JSON.stringify(built.find((o) => o.kind === "DaemonSet"));
+    for (const s of ["--announce=bgp", "--state-dir=/run/passlb/bgp", "NET_BIND_SERVICE", "bgp-state"])
+      assert.ok(ds.includes(s), s);
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
+});

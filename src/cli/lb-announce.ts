@@ -32,7 +32,7 @@ export function addAnnounceOptions(command: Command): void {
   command
     .option(
       "--announce <mode>",
-      "nftables: none, or l2 (hold elected VIPs on --interface, docs/vip-announce.md)",
+      "nftables: none, l2 (hold elected VIPs on --interface) or bgp (announce to --bgp-peer routers), docs/vip-announce.md",
       "none",
     )
     .option("--interface <name>", "l2: the segment interface the VIPs are held on and announced from")

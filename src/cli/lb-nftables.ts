@@ -38,6 +38,13 @@ import {
   announceConfig,
   startAnnounce,
 } from "./lb-announce.ts";
+import {
+  addBgpOptions,
+  type BgpAnnounce,
+  type BgpFlags,
+  bgpAnnounceConfig,
+  startBgpAnnounce,
+} from "./lb-announce-bgp.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
@@ -47,7 +54,7 @@ export interface KubeLbRun {
   readonly prepare: (read: Extract<SourceRead, { ok: true }>) => { snapshot: Snapshot; degraded: boolean };
 }
 
-export interface NftLbFlags extends AnnounceFlags {
+export interface NftLbFlags extends AnnounceFlags, BgpFlags {
   filename: string[];
   manifests: string[];
   table: string;
@@ -88,6 +95,7 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "10000",
     );
   addAnnounceOptions(command);
+  addBgpOptions(command);
 }
 
 export async function runNftablesLb(
@@ -119,8 +127,15 @@ export async function runNftablesLb(
   if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
     return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
-  const announceWith = announceConfig(flags);
+  // --announce bgp (lb-announce-bgp.ts): the routed LB tier; l2 otherwise
+  const bgpWith = bgpAnnounceConfig(flags);
+  if (typeof bgpWith === "string") return usage(io, bgpWith);
+  const announceWith = bgpWith ? undefined : announceConfig(flags);
   if (typeof announceWith === "string") return usage(io, announceWith);
+  let bgp: BgpAnnounce | undefined;
+  let bgpKept = new Set<string>();
+  let bgpPassOk = false;
+  let lastPlanned: { service: string; vips: { address: string; family: "IPv4" | "IPv6" }[] }[] = [];
 
   const nft = adapters.nft ?? createNftApplier();
   try {
@@ -144,6 +159,12 @@ export async function runNftablesLb(
   });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
+    if (e.kind === "kept_last_good") bgpKept.add(e.service);
+    if (e.kind === "synced" || e.kind === "sync_failed") {
+      bgpPassOk = e.kind === "synced";
+      bgp?.passDone(controller.forwarding, bgpPassOk, bgpKept);
+      bgpKept = new Set();
+    }
     if (e.kind === "synced") synced();
     if (!obs) return;
     if (e.kind === "synced") {
@@ -225,15 +246,28 @@ export async function runNftablesLb(
   let lastNodes: Snapshot["nodes"] = [];
   const announceRead = (snapshot: Snapshot, plans: ReturnType<typeof planSnapshot>["plans"]) => {
     lastVips = plans.flatMap((p) => p.vips.map((v) => v.address));
+    lastPlanned = plans.map((p) => ({ service: p.service, vips: p.vips.map((v) => ({ ...v })) }));
+    bgp?.setPlanned(lastPlanned);
     lastNodes = snapshot.nodes;
     announce?.setVips(lastVips);
     if (announceWith?.peerLabel) announce?.setPeers(lbPeersFromNodes(snapshot.nodes, announceWith.peerLabel));
   };
   const beginAnnounce = async (): Promise<boolean> => {
-    if (!announceWith) return true;
+    if (!announceWith && !bgpWith) return true;
     let waited: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([firstSync, new Promise((r) => (waited = setTimeout(r, 10_000)))]);
     clearTimeout(waited);
+    if (bgpWith) {
+      const started = await startBgpAnnounce(bgpWith, (line) => io.stderr(`passlb lb: ${line}\n`), obs, {
+        planned: lastPlanned,
+        programmed: controller.forwarding,
+        ok: bgpPassOk,
+      });
+      if (typeof started === "string") io.stderr(`error: --announce bgp: ${started}\n`);
+      else bgp = started;
+      return typeof started !== "string";
+    }
+    if (!announceWith) return true;
     const started = await startAnnounce(
       announceWith,
       (line) => io.stderr(`passlb lb: ${line}\n`),
@@ -288,6 +322,7 @@ export async function runNftablesLb(
     } else if (await beginAnnounce()) await aborted;
     else code = 1;
     await announce?.stop();
+    await bgp?.stop();
     await kube.source.close();
     await controller.stop();
     await prober?.close();
@@ -367,6 +402,7 @@ export async function runNftablesLb(
   });
   if (counterTimer) clearInterval(counterTimer);
   await announce?.stop();
+  await bgp?.stop();
   await controller.stop();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");

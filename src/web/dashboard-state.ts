@@ -54,6 +54,24 @@ export interface DashboardInput {
   readonly issues: readonly Finding[];
   /** Kubernetes mode: whether the API calls are failing (cluster/kube-api-health.ts) */
   readonly kubeApi?: KubeApiReport;
+  /** VIP announcement, when the process announces (passlb lb --announce bgp) */
+  readonly announce?: DashboardAnnounce;
+}
+
+/** How this host announces its VIPs and what the speaker reports (docs/vip-announce.md). */
+export interface DashboardAnnounce {
+  /** `bgp` */
+  readonly mode: string;
+  readonly speaker: {
+    readonly health: "healthy" | "degraded" | "down";
+    readonly findings: readonly string[];
+    readonly sessions: readonly { readonly peer: string; readonly state: string; readonly bfd?: string }[];
+  };
+  readonly vips: readonly {
+    readonly vip: string;
+    readonly state: "announced" | "withdrawn";
+    readonly reason: string;
+  }[];
 }
 
 export interface DashboardNode {
@@ -135,6 +153,7 @@ export interface DashboardState {
   readonly issues: readonly Finding[];
   /** Kubernetes mode only: the API calls' failing channels (docs/kubernetes.md) */
   readonly kubeApi?: KubeApiReport;
+  readonly announce?: DashboardAnnounce;
 }
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
@@ -165,6 +184,7 @@ export function dashboardState(input: DashboardInput): DashboardState {
     events: input.events.map((e) => ({ ...e, at: new Date(e.at).toISOString() })),
     issues: [...input.issues],
     ...(input.kubeApi && { kubeApi: input.kubeApi }),
+    ...(input.announce && { announce: input.announce }),
   };
 }
 

@@ -184,6 +184,30 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["pool", "family"] as const,
       registers: r,
     }),
+    bgpSessionUp: new Gauge({
+      name: "passlb_bgp_session_up",
+      help: "1 when the BGP session to a peer is Established, else 0 (passlb lb --announce bgp).",
+      labelNames: ["peer"] as const,
+      registers: r,
+    }),
+    bfdSessionUp: new Gauge({
+      name: "passlb_bfd_session_up",
+      help: "1 when the BFD session to a BGP peer is Up, else 0 (only with BFD on).",
+      labelNames: ["peer"] as const,
+      registers: r,
+    }),
+    bgpSpeakerState: new Gauge({
+      name: "passlb_bgp_speaker_state",
+      help: "1 for the BGP speaker's current state (healthy, degraded, down), 0 for the others.",
+      labelNames: ["state"] as const,
+      registers: r,
+    }),
+    bgpVipsAnnounced: new Gauge({
+      name: "passlb_bgp_vips_announced",
+      help: "VIPs this LB host announces over BGP now, by address family.",
+      labelNames: ["family"] as const,
+      registers: r,
+    }),
   };
 }
 

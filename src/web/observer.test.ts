@@ -152,3 +152,21 @@ test("standing findings: logged once, replaced by the next set", () => {
   observer.setFindings([]);
   assert.equal(observer.state().issues.length, 0);
 });
+
+test("an announcement source shows in the state as it is at each read", () => {
+  const { observer } = setup();
+  assert.equal(observer.state().announce, undefined, "no announcement section without a source");
+  let health: "healthy" | "degraded" = "healthy";
+  observer.announcement(() => ({
+    mode: "bgp",
+    speaker: { health, findings: [], sessions: [{ peer: "198.51.100.1", state: "Established", bfd: "Up" }] },
+    vips: [{ vip: "203.0.113.10", state: "announced", reason: "bgp/web: 2 healthy node(s)" }],
+  }));
+  assert.equal(observer.state().announce?.speaker.health, "healthy");
+  health = "degraded";
+  assert.equal(observer.state().announce?.speaker.health, "degraded");
+  assert.deepEqual(
+    observer.state().announce?.vips.map((v) => v.state),
+    ["announced"],
+  );
+});

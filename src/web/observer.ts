@@ -17,6 +17,7 @@
  *   note(event)              anything else worth showing (reload, agent stopped)
  *   kubeApi(report)          Kubernetes mode: the API calls' failing channels, in `state()`
  *                            and `readiness()` (`/readyz`)
+ *   announcement(read)       how this host announces its VIPs, read at each state()
  *   state()                  the `/api/v1/state` view (dashboard-state.ts)
  *
  * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
@@ -29,7 +30,12 @@ import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
-import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
+import {
+  type DashboardAnnounce,
+  type DashboardEvent,
+  type DashboardState,
+  dashboardState,
+} from "./dashboard-state.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -64,6 +70,7 @@ export class Observer {
   /** `service\0node` → state at the last forwarding */
   #states = new Map<string, BackendState>();
   #traffic: (() => readonly TrafficTotals[]) | undefined;
+  #announce: (() => DashboardAnnounce) | undefined;
   /** `service\0node` → connections total at the last read (`#lastRead`: when that was) */
   readonly #lastTotals = new Map<string, number>();
   #lastRead = 0;
@@ -214,6 +221,11 @@ export class Observer {
     return this.#kubeApi?.() ?? { ready: true, failing: [] };
   }
 
+  /** the announcement view, read at each `state()` (lb-announce-bgp.ts) */
+  announcement(read: () => DashboardAnnounce): void {
+    this.#announce = read;
+  }
+
   state(): DashboardState {
     const now = this.#o.now();
     const windowMs = this.#o.windowMs ?? 10_000;
@@ -245,6 +257,7 @@ export class Observer {
       events: this.#events,
       issues: [...this.#issues.values()],
       ...(this.#kubeApi && { kubeApi: this.#kubeApi() }),
+      ...(this.#announce && { announce: this.#announce() }),
     });
   }
 }
