@@ -337,13 +337,15 @@ test("property: after the writes, no address is held by two clashing Services; n
           assert.ok(s.metadata.finalizers?.includes(CLEANUP_FINALIZER), "owned without the finalizer");
       // The second pass never moves an address. It may still restate a condition: an
       // issue's message names the Services holding an address, and a sharer assigned late
-      // in the first pass holds it from its status in the second.
+      // in the first pass holds it from its status in the second. It may give an address
+      // to a Service that had none: one the first pass left because another Service still
+      // showed it in its status (never handed out while shown: ipam.ts, address-ledger.ts).
       const second = controllerWrites({ ...state, options: OPTIONS, nowMs: NOW + 5000 });
       for (const work of second.services) {
         assert.equal(work.action, "ensure");
         for (const write of work.writes) {
           assert.equal(write.op, "status", `${work.key}: ${write.op} in the second pass`);
-          if (write.op === "status")
+          if (write.op === "status" && ingressOf(work.service).length > 0)
             assert.deepEqual(
               write.ingress.map((i) => i.ip),
               ingressOf(work.service),

@@ -313,12 +313,14 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   // Every node appears in `backends`; it is built on first read, since most consumers
   // need only the members (`members`) and 10,000 Services × 5,000 nodes add up.
   let cached: Backend[] | undefined;
+  const keys = input.vips.request?.keys ?? [];
   const plan = {
     service: key,
     uid: svc.metadata.uid,
     externalTrafficPolicy: etp,
     ipFamilies: families,
     vips: input.vips.vips,
+    ...(keys.length > 0 && { foreignKeys: keys }),
     listeners,
     get backends(): readonly Backend[] {
       cached ??= backends();
