@@ -103,6 +103,7 @@ export class ControllerRuntime {
       ? new SliceSync({
           kubeConfig: o.kubeConfig,
           defaultClass: o.controller.defaultClass,
+          ...(o.controller.acceptClasses && { acceptClasses: o.controller.acceptClasses }),
           isLeader: () => this.elector.isLeader(),
           snapshot: () => this.source.snapshot,
           clock: o.clock,
