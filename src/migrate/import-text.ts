@@ -58,6 +58,6 @@ export function renderReport(result: ImportResult): string {
   if (result.controllers.length === 0) out.push("  none found in the input");
   for (const c of result.controllers) out.push(`  ${c.tool} ${c.role}: ${c.object}`);
   out.push("", "Cut-over order:");
-  result.cutover.forEach((step, i) => out.push(`  ${i + 1}. ${step}`));
+  for (const [i, step] of result.cutover.entries()) out.push(`  ${i + 1}. ${step}`);
   return `${out.join("\n")}\n`;
 }
