@@ -10,9 +10,14 @@
  * no pools (nothing is written on error).
  */
 import { parse as parseYaml } from "yaml";
-import { decodeDocuments, type InputProblem } from "../k8s/decode.ts";
+import { decodeDocuments, type InputProblem, zodMessage } from "../k8s/decode.ts";
 import type { Document } from "../k8s/documents.ts";
-import { LoadBalancerIPPoolSchema, orderPools, poolOf } from "../k8s/load-balancer-ip-pool.ts";
+import {
+  type LoadBalancerIPPool,
+  LoadBalancerIPPoolSchema,
+  orderPools,
+  poolOf,
+} from "../k8s/load-balancer-ip-pool.ts";
 import type { Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
 import { parseIp } from "../net/ip.ts";
@@ -47,7 +52,13 @@ export interface ServiceReport {
   /** addresses it would get that it does not show today */
   readonly assigned: readonly string[];
   readonly errors: readonly string[];
+  /** warnings and information (deprecated keys, unsupported ones, behaviour that differs) */
+  readonly notes: readonly string[];
 }
+
+/** Findings the report already states in its own words (kept / cannot keep), or that are
+ * about endpoints rather than addresses. */
+const NOT_NOTES: ReadonlySet<string> = new Set(["address_conflict", "status_address_not_in_pool"]);
 
 export interface ImportResult {
   readonly pools: readonly ImportedPool[];
@@ -88,6 +99,8 @@ export function importObjects(documents: readonly Document[]): ImportResult {
   const kubeDocs: Document[] = [];
   const advertisements: { kind: string; object: string; spec: Record<string, unknown> }[] = [];
   let ciliumPools = 0;
+  /** passlb pools already in the input: used for the Service report, not printed again */
+  const existing: LoadBalancerIPPool[] = [];
 
   for (const doc of documents) {
     const v = doc.value as {
@@ -101,21 +114,32 @@ export function importObjects(documents: readonly Document[]): ImportResult {
       kubeDocs.push(doc);
       continue;
     }
+    if (kind === "LoadBalancerIPPool" && apiVersion === "passlb.io/v1alpha1") {
+      const parsed = LoadBalancerIPPoolSchema.safeParse(doc.value);
+      if (parsed.success) existing.push(parsed.data);
+      else
+        for (const i of parsed.error.issues)
+          problems.push(
+            problemAt(
+              doc,
+              `LoadBalancerIPPool ${String(v.metadata?.name ?? "<unnamed>")}`,
+              i.path.filter((p): p is string | number => typeof p !== "symbol"),
+              zodMessage(i),
+            ),
+          );
+      continue;
+    }
     if (!kind || !(kind in FOREIGN_SCHEMAS) || !GROUPS[kind]?.some((g) => apiVersion.startsWith(g))) continue;
     const name = typeof v.metadata?.name === "string" ? v.metadata.name : "<unnamed>";
     const ns = typeof v.metadata?.namespace === "string" ? `${v.metadata.namespace}/` : "";
     const object = `${kind} ${ns}${name}`;
     const parsed = FOREIGN_SCHEMAS[kind as ForeignKind].safeParse(doc.value);
     if (!parsed.success) {
-      for (const i of parsed.error.issues)
-        problems.push(
-          problemAt(
-            doc,
-            object,
-            i.path.filter((p): p is string | number => typeof p !== "symbol"),
-            i.message,
-          ),
-        );
+      for (const i of parsed.error.issues) {
+        const path = i.path.filter((p): p is string | number => typeof p !== "symbol");
+        const missing = valueAt(doc.value, path) === undefined;
+        problems.push(problemAt(doc, object, path, missing ? "is required" : zodMessage(i)));
+      }
       continue;
     }
     const at = { doc, object };
@@ -188,8 +212,25 @@ export function importObjects(documents: readonly Document[]): ImportResult {
   notes.push(...announcementNotes(advertisements, pools), ...overlapNotes(pools));
 
   const services = decoded.snapshot.services.filter((s) => s.spec.type === "LoadBalancer");
-  const { reports, flags } = serviceReports(services, pools, namespaceLabels(decoded.snapshot.namespaces));
+  for (const e of existing)
+    if (pools.some((p) => p.metadata.name === e.metadata.name))
+      problems.push({
+        source: "input",
+        index: 0,
+        object: `LoadBalancerIPPool ${e.metadata.name}`,
+        path: ["metadata", "name"],
+        message: "an existing passlb pool has the name of an imported one; rename one",
+      });
+  const { reports, flags } = serviceReports(
+    services,
+    pools,
+    existing,
+    namespaceLabels(decoded.snapshot.namespaces),
+  );
   const controllers = foreignControllers(workloads, configMaps, ciliumPools);
+  problems.sort((a, b) =>
+    a.source < b.source ? -1 : a.source > b.source ? 1 : a.index - b.index || (a.item ?? 0) - (b.item ?? 0),
+  );
   const failed = problems.length > 0;
   return {
     pools: failed ? [] : pools,
@@ -200,6 +241,15 @@ export function importObjects(documents: readonly Document[]): ImportResult {
     flags,
     cutover: cutoverOrder(controllers, flags),
   };
+}
+
+function valueAt(value: unknown, path: readonly (string | number)[]): unknown {
+  let v = value;
+  for (const part of path) {
+    if (typeof v !== "object" || v === null) return undefined;
+    v = (v as Record<string | number, unknown>)[part];
+  }
+  return v;
 }
 
 function problemAt(doc: Document, object: string, path: (string | number)[], message: string): InputProblem {
@@ -295,6 +345,7 @@ function overlapNotes(pools: readonly ImportedPool[]): ImportNote[] {
 function serviceReports(
   services: readonly Service[],
   pools: readonly ImportedPool[],
+  existing: readonly LoadBalancerIPPool[],
   labels: NamespaceLabels,
 ): { reports: ServiceReport[]; flags: string[] } {
   const classes = new Set<string>();
@@ -326,7 +377,7 @@ function serviceReports(
     ...[...classes].sort().map((c) => `--accept-class ${c}`),
   ];
   const planned = orderPools(
-    pools.filter((p) => !p.spec.disabled).map((p) => LoadBalancerIPPoolSchema.parse(p)),
+    [...pools.map((p) => LoadBalancerIPPoolSchema.parse(p)), ...existing].filter((p) => !p.spec.disabled),
   ).map(poolOf);
   const assignments = assignVips(owned, addressPools(planned), { others, namespaceLabels: labels });
   const reports: ServiceReport[] = [];
@@ -353,6 +404,9 @@ function serviceReports(
         .filter((v) => v.source !== "status")
         .map((v) => `${v.address} (${v.source}, pool ${v.pool ?? "none"})`),
       errors: (a?.issues ?? []).filter((i) => i.severity === "error").map((i) => `${i.code}: ${i.message}`),
+      notes: (a?.issues ?? [])
+        .filter((i) => i.severity !== "error" && !NOT_NOTES.has(i.code))
+        .map((i) => `${i.code}: ${i.message}`),
     });
   }
   return { reports: reports.sort((x, y) => (x.service < y.service ? -1 : 1)), flags };

@@ -50,6 +50,7 @@ export function renderReport(result: ImportResult): string {
     for (const k of s.ignored) out.push(`    ignored ${k}`);
     for (const k of s.unsupported) out.push(`    unsupported ${k}`);
     for (const e of s.errors) out.push(`    error ${e}`);
+    for (const n of s.notes) out.push(`    note ${n}`);
   }
   const kept = result.services.reduce((n, s) => n + s.kept.length, 0);
   const lost = result.services.reduce((n, s) => n + s.notKept.length, 0);

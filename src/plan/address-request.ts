@@ -262,6 +262,7 @@ function requestedAddresses(
       `conflicting ${family} requests: ${list.map((x) => `${x.from} asks for ${formatIp(x.ip)}`).join(", ")}; refused until they agree (as MetalLB refuses an annotation together with a different spec.loadBalancerIP)`,
     );
   }
+  const united = ciliumOnly && sources.some((s) => s.origin === "kubernetes");
   const used = sources.filter((s) => s.ips.length > 0);
   for (const s of used)
     if (s.found)
@@ -270,7 +271,7 @@ function requestedAddresses(
         refused ? "ignored" : "honoured",
         refused
           ? "conflicts with another request: refused"
-          : `requested address${s.ips.length > 1 ? "es" : ""} ${s.ips.map(formatIp).join(", ")}${ciliumOnly ? " (Cilium: united with spec.loadBalancerIP)" : ""}`,
+          : `requested address${s.ips.length > 1 ? "es" : ""} ${s.ips.map(formatIp).join(", ")}${united ? " (Cilium: united with spec.loadBalancerIP)" : ""}`,
       );
   return { ips: refused ? [] : ips, sources: used.map((s) => s.name), refused };
 }
