@@ -24,6 +24,7 @@ import type { Service } from "../k8s/objects.ts";
 import { DEFAULT_CONFIG, objectKey } from "../k8s/snapshot.ts";
 import { addressPools } from "../plan/address-pools.ts";
 import { assignVips, type VipAssignment } from "../plan/ipam.ts";
+import { nodePortsMessage, portsWithoutNodePort } from "../plan/node-ports.ts";
 import { serviceOwnership } from "../plan/ownership.ts";
 import { hasStatusAddress } from "../plan/status-vips.ts";
 import { type DesiredCondition, reasonFromCode, SERVICE_READY_CONDITION } from "./conditions.ts";
@@ -110,7 +111,7 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
         others.push(svc);
     }
   }
-  const assignments = assignVips(owned, active, { others });
+  const assignments = withModeIssues(assignVips(owned, active, { others }), owned, input.options.ipMode);
   const ensures: (ServiceWork & { holds: boolean })[] = [];
   for (const svc of owned) {
     const key = objectKey(svc.metadata);
@@ -137,6 +138,36 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
     pools,
     assignments,
   };
+}
+
+/** The mode's own findings added to the address issues: a Proxy-mode Service whose ports
+ * have no NodePorts gets a condition note and a Warning Event (plan/node-ports.ts). */
+function withModeIssues(
+  assignments: Map<string, VipAssignment>,
+  owned: readonly Service[],
+  ipMode: "VIP" | "Proxy",
+): Map<string, VipAssignment> {
+  if (ipMode !== "Proxy") return assignments;
+  for (const svc of owned) {
+    const missing = portsWithoutNodePort(svc, ipMode);
+    if (missing.length === 0) continue;
+    const key = objectKey(svc.metadata);
+    const a = assignments.get(key);
+    if (!a) continue;
+    assignments.set(key, {
+      ...a,
+      issues: [
+        ...a.issues,
+        {
+          code: "node_ports_required",
+          severity: "warning",
+          subject: `Service ${key}`,
+          message: nodePortsMessage(missing),
+        },
+      ],
+    });
+  }
+  return assignments;
 }
 
 /** Issues about leaving the address in status: true only until the new one is written, so

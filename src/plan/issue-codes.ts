@@ -48,6 +48,10 @@ export const PLAN_ISSUE_CODES = {
   ],
   dual_stack_unavailable: ["error", "RequireDualStack, but one family got no address"],
   dual_stack_partial: ["info", "PreferDualStack served on one family only"],
+  node_ports_required: [
+    "warning",
+    "ipMode Proxy reaches nodes on NodePorts, and a port has none (allocateLoadBalancerNodePorts: false)",
+  ],
   // backends
   no_eligible_nodes: ["error", "no eligible node with an address in the Service's families"],
   no_ready_endpoints: [

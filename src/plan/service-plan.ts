@@ -30,6 +30,7 @@ import {
   listenerKey,
   type PlanIssue,
 } from "./load-balancer-plan.ts";
+import { nodePortsMessage, portsWithoutNodePort } from "./node-ports.ts";
 import type { NodeTable } from "./node-table.ts";
 import { localExplanation, subsetMessage } from "./shared-texts.ts";
 import { nameHash, type SubsetCandidate, stableSubset, stableSubsetOfZones } from "./subset.ts";
@@ -79,6 +80,9 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
       nodePort: p.nodePort ? p.nodePort : null,
       targetPort: p.targetPort ?? p.port,
     }));
+
+  const noNodePort = portsWithoutNodePort(svc, input.ipMode);
+  if (noNodePort.length > 0) issue("node_ports_required", "warning", nodePortsMessage(noNodePort));
 
   // per-node counts decide Local membership; Cluster needs only whether any endpoint is ready
   const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNode(
