@@ -371,7 +371,10 @@ test("property: after the writes, no address is held by two clashing Services; n
 
 test("accepted foreign classes, Services holding addresses first, allocateLoadBalancerNodePorts: false per mode", () => {
   const pools = [pool("default", ["203.0.113.10-203.0.113.12"])];
-  const noNodePorts = { allocateLoadBalancerNodePorts: false, ports: [{ port: 80, protocol: "TCP" as const }] };
+  const noNodePorts = {
+    allocateLoadBalancerNodePorts: false,
+    ports: [{ port: 80, protocol: "TCP" as const }],
+  };
   const services = [
     svc("a-new", { spec: { loadBalancerClass: "io.cilium/l2-announcer", ...noNodePorts } }),
     svc("b-held", { spec: { loadBalancerClass: "io.cilium/l2-announcer" }, ip: "203.0.113.12" }),
@@ -387,7 +390,11 @@ test("accepted foreign classes, Services holding addresses first, allocateLoadBa
   const status = (key: string, x: ControllerWrites) =>
     x.services.find((s) => s.key === key)?.writes.find((y) => y.op === "status");
   const a = status("default/a-new", w);
-  assert.deepEqual(a?.op === "status" && a.ingress, [{ ip: "203.0.113.11", ipMode: "VIP" }], "not c-other's .10");
+  assert.deepEqual(
+    a?.op === "status" && a.ingress,
+    [{ ip: "203.0.113.11", ipMode: "VIP" }],
+    "not c-other's .10",
+  );
   assert.equal(a?.op === "status" && a.condition?.status, "True");
   assert.ok(!w.assignments.get("default/a-new")?.issues.some((i) => i.code === "node_ports_required"));
   const proxy = controllerWrites({ services, pools, options: { ...options, ipMode: "Proxy" }, nowMs: NOW });

@@ -223,7 +223,7 @@ export function fromCiliumPool(p: CiliumPool): Converted {
 /** kube-vip's IPv4 CIDRs exclude network and broadcast (except /31, /32): as a range. */
 function kubeVipEntry(text: string): string {
   const c = parseCidr(text.trim());
-  if (!c || c.family !== "IPv4" || c.prefix >= 31) return text.trim();
+  if (c?.family !== "IPv4" || c.prefix >= 31) return text.trim();
   const r = cidrRange(c);
   return `${formatIp({ family: "IPv4", value: r.first + 1n })}-${formatIp({ family: "IPv4", value: r.last - 1n })}`;
 }
