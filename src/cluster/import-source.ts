@@ -3,7 +3,8 @@
  * documents a YAML folder gives (source `cluster`), through client-node's transport
  * (kube-transport.ts: paged GETs, the server's JSON). The kinds: Services, Namespaces,
  * ConfigMaps (kubevip, MetalLB's old config, cilium-config), Deployments and DaemonSets (to
- * detect controllers still running), and the CRDs of MetalLB, Cilium, PureLB and OpenELB.
+ * detect controllers still running), the CRDs of MetalLB, Cilium, PureLB and OpenELB, and
+ * passlb's own LoadBalancerIPPools.
  * A resource the server does not serve (a CRD that is not installed: HTTP 404) is skipped;
  * any other failure is returned as a problem.
  *
@@ -40,6 +41,8 @@ export const IMPORT_RESOURCES: readonly Resource[] = [
   ),
   r("/apis/purelb.io/v2/servicegroups", "purelb.io/v2", "ServiceGroup"),
   r("/apis/network.kubesphere.io/v1alpha2/eips", "network.kubesphere.io/v1alpha2", "Eip"),
+  // passlb's own pools already applied: used for the report, not printed again
+  r("/apis/passlb.io/v1alpha1/loadbalancerippools", "passlb.io/v1alpha1", "LoadBalancerIPPool"),
 ];
 
 export async function readClusterForImport(

@@ -109,7 +109,7 @@ export function foreignControllers(
         tool: "cilium",
         role: "controller",
         object,
-        stop: "set default-lb-service-ipam: none (or enable-lb-ipam: false) in cilium-config, restart cilium-operator, then delete the CiliumLoadBalancerIPPools",
+        stop: "set enable-lb-ipam: false in cilium-config and restart cilium-operator (not default-lb-service-ipam: none, which releases the addresses), then delete the CiliumLoadBalancerIPPools",
       });
     if (d["enable-l2-announcements"] === "true")
       out.push({

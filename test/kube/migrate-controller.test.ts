@@ -8,12 +8,16 @@
  * and an Event naming both sources; deprecated keys get a Normal Event.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { readManifests } from "../../src/cluster/manifest-files.ts";
 import { ControllerRuntime } from "../../src/controller/controller-runtime.ts";
 import { realClock } from "../../src/health/clock.ts";
 import { importObjects } from "../../src/migrate/import-result.ts";
+import { runCli } from "../run-cli.ts";
 import { FakeApiServer } from "../support/fake-api-server.ts";
 import { eventually } from "./kube-fixture.ts";
 
@@ -211,4 +215,30 @@ test("a MetalLB cluster switches to passlb and not one address changes", async (
   );
   assert.equal(deprecated?.type, "Normal");
   assert.match(deprecated?.message ?? "", /passlb reads it as metallb\.io\/address-pool/);
+});
+
+test("passlb import --kubeconfig reads the live cluster: resources it does not serve are skipped, the report is the same as from files", async (t) => {
+  const api = new FakeApiServer();
+  await api.start();
+  const dir = mkdtempSync(join(tmpdir(), "passlb-compat-import-"));
+  t.after(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await api.close();
+  });
+  const kubeconfig = join(dir, "kubeconfig");
+  writeFileSync(kubeconfig, api.kubeconfigYaml());
+  const read = await readManifests(["examples/migrate/metallb-l2"], async () => "");
+  const imported = importObjects(read.documents);
+  // the pools already applied (step 1 of the cut-over) and the example's Services
+  for (const p of imported.pools) api.put({ ...p, metadata: { ...p.metadata } });
+  for (const d of read.documents) if ((d.value as Obj).kind === "Service") api.put(d.value as Obj);
+  const run = await runCli(["import", "--kubeconfig", kubeconfig]);
+  assert.equal(run.exitCode, 0, run.stderr);
+  assert.equal(run.stdout, "", "no foreign pools in this cluster: nothing to print");
+  assert.match(run.stderr, /6 addresses kept, 0 cannot be kept/);
+  assert.match(run.stderr, /dns\/pihole-udp: passlb, with --default-class\n {4}keeps 203\.0\.113\.2/);
+  const files = await runCli(["import", "-f", "examples/migrate/metallb-l2"]);
+  const services = (text: string) =>
+    text.slice(text.indexOf("Services ("), text.indexOf("Foreign controllers"));
+  assert.equal(services(run.stderr), services(files.stderr), "the same per-Service report");
 });
