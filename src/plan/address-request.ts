@@ -20,7 +20,16 @@
  */
 import type { Service } from "../k8s/objects.ts";
 import { formatIp, type IpAddress, type IpFamily, parseIp } from "../net/ip.ts";
-import { type ForeignKey, foreignKey, mayBeKnownKey, ORIGIN_NAMES, type Origin } from "./foreign-keys.ts";
+import {
+  type ForeignKey,
+  foreignKey,
+  mayBeKnownKey,
+  ORIGIN_NAMES,
+  type Origin,
+  PASSLB_IPS,
+  PASSLB_POOL,
+  PASSLB_SHARING,
+} from "./foreign-keys.ts";
 import type { PlanIssueCode } from "./issue-codes.ts";
 import type { Severity } from "./load-balancer-plan.ts";
 import { SHARING_RULES, type SharingRules } from "./sharing-rules.ts";
@@ -85,6 +94,13 @@ interface Found {
 
 const SPEC_IP = "spec.loadBalancerIP";
 
+/** passlb's key for each role, named in the deprecation notice (compat.md §2). */
+const PASSLB_NAME: Partial<Record<string, string>> = {
+  ips: PASSLB_IPS,
+  pool: PASSLB_POOL,
+  sharing: PASSLB_SHARING,
+};
+
 export function addressRequest(svc: Service): AddressRequest {
   const ann = svc.metadata.annotations;
   const specIp = svc.spec.loadBalancerIP || undefined;
@@ -135,7 +151,7 @@ export function addressRequest(svc: Service): AddressRequest {
       issue(
         "deprecated_annotation",
         "info",
-        `${f.key} is deprecated (MetalLB v0.14.9); passlb reads it as ${m.aliasOf ?? f.key}`,
+        `${f.key} is deprecated (MetalLB v0.14.9); passlb reads it as ${m.aliasOf ?? f.key}${PASSLB_NAME[m.role] ? ` (passlb's own key: ${PASSLB_NAME[m.role]})` : ""}`,
       );
   }
 

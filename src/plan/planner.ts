@@ -109,7 +109,7 @@ export function planSnapshot(
     last.nodes === snapshot.nodes &&
     last.services === snapshot.services &&
     last.config === snapshot.config &&
-    cache.services?.namespaces === snapshot.namespaces &&
+    sameNamespaces(cache.services?.namespaces, snapshot.namespaces) &&
     last.previous === options.previous &&
     last.ipMode === ipMode &&
     last.vipSource === vipSource
@@ -136,7 +136,7 @@ export function planSnapshot(
     cache.services?.input !== snapshot.services ||
     cache.services.config !== snapshot.config ||
     cache.services.vipSource !== vipSource ||
-    cache.services.namespaces !== snapshot.namespaces
+    !sameNamespaces(cache.services.namespaces, snapshot.namespaces)
   )
     cache.services = {
       input: snapshot.services,
@@ -245,6 +245,11 @@ function patchSliceGroups(
     }
   }
   return touched;
+}
+
+/** Namespaces only matter to pool namespace selectors: two empty lists are the same input. */
+function sameNamespaces(a: Snapshot["namespaces"] | undefined, b: Snapshot["namespaces"]): boolean {
+  return a === b || (a !== undefined && a.length === 0 && b.length === 0);
 }
 
 function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {
