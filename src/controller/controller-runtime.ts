@@ -91,7 +91,9 @@ export class ControllerRuntime {
       api: new KubeControllerApi(o.kubeConfig, { component: CONTROLLER_COMPONENT, instance: o.identity }),
       view: () => {
         const snapshot = this.source.snapshot;
-        return snapshot ? { services: snapshot.services, pools: this.source.ipPools } : undefined;
+        return snapshot
+          ? { services: snapshot.services, pools: this.source.ipPools, namespaces: snapshot.namespaces }
+          : undefined;
       },
       isLeader: () => this.elector.isLeader(),
       options: o.controller,

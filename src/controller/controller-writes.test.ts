@@ -409,3 +409,31 @@ test("accepted foreign classes, Services holding addresses first, allocateLoadBa
       ?.after.some((e) => e.reason === "NodePortsRequired" && e.type === "Warning"),
   );
 });
+
+test("pool namespace selectors see the watched Namespaces' labels", () => {
+  const pools = [
+    pool("gold", ["203.0.113.10"], "2026-01-01T00:00:00Z", {
+      allocation: { namespaceSelectors: [{ matchLabels: { tier: "gold" } }] },
+    }),
+    pool("rest", ["203.0.113.20"], "2026-01-01T00:00:01Z"),
+  ];
+  const services = [svc("a", { meta: { namespace: "vip" }, ip: "203.0.113.10" })];
+  const namespaces = [
+    {
+      apiVersion: "v1" as const,
+      kind: "Namespace" as const,
+      metadata: { name: "vip", labels: { tier: "gold" } },
+    },
+  ];
+  const kept = controllerWrites({ services, pools, namespaces, options: OPTIONS, nowMs: NOW });
+  assert.deepEqual(
+    kept.assignments.get("vip/a")?.vips.map((v) => [v.address, v.source]),
+    [["203.0.113.10", "status"]],
+  );
+  const blind = controllerWrites({ services, pools, options: OPTIONS, nowMs: NOW });
+  assert.deepEqual(
+    blind.assignments.get("vip/a")?.vips.map((v) => v.address),
+    ["203.0.113.20"],
+    "without the labels the pool does not admit it",
+  );
+});

@@ -20,9 +20,9 @@
  * Deliberately not here: the API calls, retries and leader election (the loop).
  */
 import { type LoadBalancerIPPool, orderPools } from "../k8s/load-balancer-ip-pool.ts";
-import type { Service } from "../k8s/objects.ts";
+import type { Namespace, Service } from "../k8s/objects.ts";
 import { DEFAULT_CONFIG, objectKey } from "../k8s/snapshot.ts";
-import { addressPools } from "../plan/address-pools.ts";
+import { addressPools, type NamespaceLabels } from "../plan/address-pools.ts";
 import { assignVips, type VipAssignment } from "../plan/ipam.ts";
 import { nodePortsMessage, portsWithoutNodePort } from "../plan/node-ports.ts";
 import { serviceOwnership } from "../plan/ownership.ts";
@@ -70,6 +70,8 @@ export interface ControllerWrites {
 export interface ControllerInput {
   readonly services: readonly Service[];
   readonly pools: readonly LoadBalancerIPPool[];
+  /** Namespaces, for pool namespace selectors; without them only the name label is known */
+  readonly namespaces?: readonly Namespace[];
   readonly options: ControllerOptions;
   readonly nowMs: number;
 }
@@ -111,7 +113,12 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
         others.push(svc);
     }
   }
-  const assignments = withModeIssues(assignVips(owned, active, { others }), owned, input.options.ipMode);
+  const namespaceLabels = input.namespaces?.length ? labelsOf(input.namespaces) : undefined;
+  const assignments = withModeIssues(
+    assignVips(owned, active, { others, ...(namespaceLabels && { namespaceLabels }) }),
+    owned,
+    input.options.ipMode,
+  );
   const ensures: (ServiceWork & { holds: boolean })[] = [];
   for (const svc of owned) {
     const key = objectKey(svc.metadata);
@@ -138,6 +145,12 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
     pools,
     assignments,
   };
+}
+
+/** A namespace's labels by name, plus the name label the API server sets on each. */
+function labelsOf(namespaces: readonly Namespace[]): NamespaceLabels {
+  const byName = new Map(namespaces.map((n) => [n.metadata.name ?? "", n.metadata.labels ?? {}]));
+  return (ns) => ({ ...byName.get(ns), "kubernetes.io/metadata.name": ns });
 }
 
 /** The mode's own findings added to the address issues: a Proxy-mode Service whose ports

@@ -116,13 +116,6 @@ export function fromMetallbPool(p: IPAddressPool): Converted {
       },
     }),
   };
-  if (sa?.namespaceSelectors?.length)
-    notes.push({
-      subject,
-      kind: "warning",
-      message:
-        "serviceAllocation.namespaceSelectors: the passlb controller sees only the kubernetes.io/metadata.name label of namespaces (docs/config.md)",
-    });
   return { pools: [pool("metallb", p.metadata.name, subject, spec)], notes, issues };
 }
 

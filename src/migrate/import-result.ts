@@ -18,10 +18,15 @@ import {
   orderPools,
   poolOf,
 } from "../k8s/load-balancer-ip-pool.ts";
-import type { Service } from "../k8s/objects.ts";
+import type { Namespace, Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
 import { parseIp } from "../net/ip.ts";
-import { addressPools, type NamespaceLabels, poolAddressRange } from "../plan/address-pools.ts";
+import {
+  addressPools,
+  type NamespaceLabels,
+  nameOnlyNamespaceLabels,
+  poolAddressRange,
+} from "../plan/address-pools.ts";
 import { assignVips } from "../plan/ipam.ts";
 import { FOREIGN_CLASSES, PASSLB_CLASS } from "../plan/ownership.ts";
 import {
@@ -221,11 +226,13 @@ export function importObjects(documents: readonly Document[]): ImportResult {
         path: ["metadata", "name"],
         message: "an existing passlb pool has the name of an imported one; rename one",
       });
+  // namespace selectors see the input's Namespace labels, as the controller sees the cluster's
+  const namespaces = decoded.snapshot.namespaces;
   const { reports, flags } = serviceReports(
     services,
     pools,
     existing,
-    namespaceLabels(decoded.snapshot.namespaces),
+    namespaces.length > 0 ? namespaceLabels(namespaces) : nameOnlyNamespaceLabels,
   );
   const controllers = foreignControllers(workloads, configMaps, ciliumPools);
   problems.sort((a, b) =>
@@ -263,11 +270,7 @@ function problemAt(doc: Document, object: string, path: (string | number)[], mes
   };
 }
 
-function namespaceLabels(
-  namespaces: readonly {
-    metadata: { name?: string | undefined; labels?: Record<string, string> | null | undefined };
-  }[],
-): NamespaceLabels {
+function namespaceLabels(namespaces: readonly Namespace[]): NamespaceLabels {
   const byName = new Map(namespaces.map((n) => [n.metadata.name ?? "", n.metadata.labels ?? {}]));
   return (ns) => ({ ...byName.get(ns), "kubernetes.io/metadata.name": ns });
 }
@@ -296,7 +299,7 @@ function announcementNotes(
         kind: "not imported",
         message: `L2 announcement${detail ? ` (${detail})` : ""}: passlb's LB hosts announce every pool (passlb lb --announce l2 --interface …; docs/vip-announce.md); node selectors and per-Service preferences have no equivalent — passlb spreads traffic over every node instead of pinning a VIP to one`,
       });
-    if (a.kind === "L2Advertisement") {
+    if (a.kind === "L2Advertisement" || a.kind === "BGPAdvertisement") {
       const names = (a.spec.ipAddressPools as string[] | undefined) ?? [];
       const selectors = (a.spec.ipAddressPoolSelectors as unknown[] | undefined) ?? [];
       if (names.length === 0 && selectors.length === 0) all = true;
@@ -304,13 +307,14 @@ function announcementNotes(
       if (selectors.length > 0) all = true;
     }
   }
-  if (ads.some((a) => a.kind === "L2Advertisement") && !all)
+  if (ads.some((a) => a.kind === "L2Advertisement" || a.kind === "BGPAdvertisement") && !all)
     for (const p of pools)
       if (p.metadata.labels["passlb.io/imported-from"] === "metallb" && !announced.has(p.metadata.name))
         notes.push({
           subject: `LoadBalancerIPPool ${p.metadata.name}`,
           kind: "warning",
-          message: "no L2Advertisement named this pool, so MetalLB never announced it; passlb will",
+          message:
+            "no L2Advertisement or BGPAdvertisement named this pool, so MetalLB never announced it; passlb will",
         });
   return notes;
 }
@@ -388,7 +392,8 @@ function serviceReports(
     const keys = a?.request?.keys ?? [];
     const vips = a?.vips ?? [];
     const kept = vips.filter((v) => v.source === "status").map((v) => v.address);
-    const notKept = shown
+    // another implementation's Service keeps its address: nothing passlb could keep
+    const notKept = (a === undefined ? [] : shown)
       .filter((ip) => !kept.includes(ip))
       .map((address) => ({ address, why: whyNotKept(address, s, a?.issues ?? [], a === undefined) }));
     reports.push({
