@@ -31,18 +31,11 @@ import {
   PASSLB_SHARING,
 } from "./foreign-keys.ts";
 import type { PlanIssueCode } from "./issue-codes.ts";
-import type { Severity } from "./load-balancer-plan.ts";
+import type { ForeignKeyRead, Severity } from "./load-balancer-plan.ts";
 import { SHARING_RULES, type SharingRules } from "./sharing-rules.ts";
 
-export interface KeyRead {
-  readonly key: string;
-  readonly value: string;
-  readonly origin: Origin;
-  /** honoured: it shapes the request; ignored: read and set aside; unsupported: a warning */
-  readonly use: "honoured" | "ignored" | "unsupported";
-  /** how passlb reads it, in a phrase */
-  readonly how: string;
-}
+/** A foreign key as read: the plan's `foreignKeys` entries (load-balancer-plan.ts). */
+export type KeyRead = ForeignKeyRead;
 
 export interface SharingRequest {
   /** as written, or implied (`203.0.113.5` for OpenELB and kube-vip pins) */
