@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
-const PURE = ["src/k8s", "src/endpoints", "src/plan", "src/providers", "src/net"];
+const PURE = ["src/k8s", "src/endpoints", "src/plan", "src/migrate", "src/providers", "src/net"];
 const PURE_FILES = [
   /^src\/dataplane\/maglev[^/]*\.ts$/,
   /^src\/dataplane\/forwarding-state[^/]*\.ts$/,

@@ -227,10 +227,13 @@ test("the CRD: loadbalancerippools.passlb.io, cluster-scoped, v1alpha1 served an
   };
   assert.deepEqual(Object.keys(schema.properties.spec?.properties ?? {}).sort(), [
     "addresses",
+    "allocation",
     "autoAssign",
     "avoidBuggyIPs",
     "disabled",
+    "implicitSharing",
     "namespaces",
+    "reserveFirstLast",
     "serviceSelector",
   ]);
   assert.deepEqual(Object.keys(schema.properties.status?.properties ?? {}).sort(), [

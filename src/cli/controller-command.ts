@@ -20,6 +20,7 @@ interface ControllerFlags extends ObservabilityFlags {
   inCluster?: boolean;
   namespace: string;
   defaultClass?: boolean;
+  acceptClass: string[];
   ipMode: string;
   leaseDuration: string;
   renewDeadline: string;
@@ -52,6 +53,12 @@ export function registerControllerCommand(
     .option("--in-cluster", "use the Pod's service account")
     .option("--namespace <ns>", `namespace of the ${LEASE_NAME} Lease`, "passlb-system")
     .option("--default-class", "also own LoadBalancer Services without a loadBalancerClass")
+    .option(
+      "--accept-class <class>",
+      "also own Services of this foreign loadBalancerClass (io.cilium/l2-announcer, kube-vip.io/kube-vip-class, purelb.io/purelb, …); repeatable",
+      (value: string, previous: string[]) => [...previous, value],
+      [],
+    )
     .option(
       "--ip-mode <mode>",
       "status ingress ipMode: VIP, or Proxy when the LB hosts proxy in userspace",
@@ -143,7 +150,11 @@ export function registerControllerCommand(
       kubeConfig: found.config,
       namespace: opts.namespace,
       identity,
-      controller: { defaultClass: opts.defaultClass === true, ipMode: opts.ipMode },
+      controller: {
+        defaultClass: opts.defaultClass === true,
+        acceptClasses: opts.acceptClass,
+        ipMode: opts.ipMode,
+      },
       election: { leaseDurationMs, renewDeadlineMs, retryPeriodMs },
       manageEndpointSlices: opts.manageEndpointslices === true,
       clock: realClock(),

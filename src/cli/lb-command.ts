@@ -35,6 +35,7 @@ interface LbOptions extends NftLbFlags, ObservabilityFlags {
   kubeconfig?: string;
   inCluster?: boolean;
   defaultClass?: boolean;
+  acceptClass: string[];
 }
 
 export function registerLbCommand(
@@ -58,7 +59,13 @@ export function registerLbCommand(
     .option("--duration <seconds>", "stop by itself after this many seconds")
     .option("--kubeconfig <path>", "read the cluster through this kubeconfig (Kubernetes mode)")
     .option("--in-cluster", "read the cluster with the Pod's service account (Kubernetes mode)")
-    .option("--default-class", "Kubernetes mode: also own LoadBalancer Services without a loadBalancerClass");
+    .option("--default-class", "Kubernetes mode: also own LoadBalancer Services without a loadBalancerClass")
+    .option(
+      "--accept-class <class>",
+      "Kubernetes mode: also serve this foreign loadBalancerClass (as the controller's --accept-class); repeatable",
+      (v: string, p: string[]) => [...p, v],
+      [],
+    );
   addNftablesOptions(command);
   addObservabilityOptions(command, "127.0.0.1:9797");
   command.action(async (opts: LbOptions) => {

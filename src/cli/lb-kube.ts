@@ -25,11 +25,17 @@ export interface KubeFlags {
   kubeconfig?: string;
   inCluster?: boolean;
   defaultClass?: boolean;
+  acceptClass?: string[];
 }
 
 export type LbInput =
   | { readonly kind: "manifests" }
-  | { readonly kind: "kube"; readonly found: FoundKubeConfig; readonly defaultClass: boolean };
+  | {
+      readonly kind: "kube";
+      readonly found: FoundKubeConfig;
+      readonly defaultClass: boolean;
+      readonly acceptClasses?: readonly string[];
+    };
 
 /** -f/--manifests wins; then --kubeconfig / --in-cluster; then a kubeconfig found in the
  * environment. A string is the error to print. */
@@ -42,7 +48,12 @@ export function chooseLbInput(flags: KubeFlags, env: KubeEnv): LbInput | string 
     const found = findKubeConfig({ kubeconfig: flags.kubeconfig, inCluster: flags.inCluster }, env);
     if (!found)
       return "nothing to read: pass -f/--manifests DIR, or --kubeconfig PATH / --in-cluster (no kubeconfig found)";
-    return { kind: "kube", found, defaultClass: flags.defaultClass ?? false };
+    return {
+      kind: "kube",
+      found,
+      defaultClass: flags.defaultClass ?? false,
+      acceptClasses: flags.acceptClass ?? [],
+    };
   } catch (e) {
     return e instanceof PasslbError ? `${e.message} (${e.code})` : String(e);
   }
@@ -60,7 +71,11 @@ export function kubeLbSource(input: Extract<LbInput, { kind: "kube" }>, obs: Obs
     transport: clientNodeTransport(input.found.config),
     clock: realClock(),
     random: Math.random,
-    config: { ...DEFAULT_CONFIG, defaultClass: input.defaultClass },
+    config: {
+      ...DEFAULT_CONFIG,
+      defaultClass: input.defaultClass,
+      acceptClasses: [...(input.acceptClasses ?? [])],
+    },
     onRestart: (resource, reason, detail, delayMs, status) => {
       reads?.onRestart?.(resource, reason, detail, delayMs, status);
       obs?.metrics.kubeWatchRestart(resource, reason);

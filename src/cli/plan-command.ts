@@ -24,7 +24,14 @@ export function parseOutputFormat(
   return (allowed as readonly string[]).includes(value) ? (value as OutputFormat) : undefined;
 }
 
-type PlanFlags = { filename: string[]; output: string; explain?: boolean; provider: string } & GkeCliOptions &
+type PlanFlags = {
+  filename: string[];
+  output: string;
+  explain?: boolean;
+  provider: string;
+  acceptClass: string[];
+  defaultClass?: boolean;
+} & GkeCliOptions &
   AzureFlags;
 
 export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
@@ -42,7 +49,14 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       "--explain",
       "say in plain words why each backend is in or out (for a provider: the decision path)",
     )
-    .option("--provider <name>", "whose load balancer to plan: passlb, gke or azure", "passlb");
+    .option("--provider <name>", "whose load balancer to plan: passlb, gke or azure", "passlb")
+    .option(
+      "--accept-class <class>",
+      "also plan Services of this foreign loadBalancerClass (io.cilium/l2-announcer, …); repeatable",
+      collect,
+      [],
+    )
+    .option("--default-class", "also plan Services without a loadBalancerClass (PasslbConfig defaultClass)");
   addGkeOptions(command);
   addAzureOptions(command);
   command.action(async (opts: PlanFlags) => {
@@ -55,10 +69,28 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       io.stderr(`error: --provider must be passlb, gke or azure (got "${opts.provider}")\n`);
       return setExitCode(2);
     }
-    const given = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
-    if (!given) return setExitCode(2);
+    const loaded = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
+    if (!loaded) return setExitCode(2);
+    const given = withClassFlags(loaded, opts);
     setExitCode(printPlans(given, opts, format, io));
   });
+}
+
+/** `--accept-class` and `--default-class` on top of the input's PasslbConfig. */
+function withClassFlags(
+  snapshot: Snapshot,
+  opts: { acceptClass: string[]; defaultClass?: boolean },
+): Snapshot {
+  if (opts.acceptClass.length === 0 && !opts.defaultClass) return snapshot;
+  const accept = [...new Set([...snapshot.config.acceptClasses, ...opts.acceptClass])];
+  return {
+    ...snapshot,
+    config: {
+      ...snapshot.config,
+      acceptClasses: accept,
+      defaultClass: snapshot.config.defaultClass || opts.defaultClass === true,
+    },
+  };
 }
 
 /** What `printPlans` needs from the flags: the view and the providers' own options. */

@@ -6,6 +6,7 @@ import { Command } from "commander";
 import { registerAgentCommand } from "./agent-command.ts";
 import { registerControllerCommand } from "./controller-command.ts";
 import { registerEndpointSlicesCommand } from "./endpointslices-command.ts";
+import { registerImportCommand } from "./import-command.ts";
 import { registerLabCommand } from "./lab-command.ts";
 import { registerLbCommand } from "./lb-command.ts";
 import type { CliIo } from "./load-input.ts";
@@ -35,6 +36,7 @@ export function buildProgram(
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerPlanCommand(program, io, setExitCode);
   registerEndpointSlicesCommand(program, io, setExitCode);
+  registerImportCommand(program, io, setExitCode, { kubeEnv: host.kubeEnv ?? {} });
   registerAgentCommand(program, io, setExitCode, shutdownSignal);
   registerProbeCommand(program, io, setExitCode, shutdownSignal);
   registerUpCommand(program, io, setExitCode, { shutdownSignal, ...host });

@@ -18,7 +18,7 @@
 import type { PasslbError } from "../errors.ts";
 import type { Clock, TimerHandle } from "../health/clock.ts";
 import type { LoadBalancerIPPool } from "../k8s/load-balancer-ip-pool.ts";
-import type { Service } from "../k8s/objects.ts";
+import type { Namespace, Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
 import { type ControllerEvent, controllerEvent } from "./controller-events.ts";
 import {
@@ -33,6 +33,8 @@ import { applyServiceWrite } from "./service-writes.ts";
 export interface ControllerView {
   readonly services: readonly Service[];
   readonly pools: readonly LoadBalancerIPPool[];
+  /** for pool namespace selectors (plan/address-pools.ts); the name label only when absent */
+  readonly namespaces?: readonly Namespace[];
 }
 
 export type ReconcileOutcome =
@@ -166,7 +168,13 @@ export class ControllerLoop {
     for (const p of view.pools) this.#sourceRv.set(`Pool ${p.metadata.name}`, p.metadata.resourceVersion);
     const services = view.services.map((s) => this.#fresher(this.#services, objectKey(s.metadata), s));
     const pools = view.pools.map((p) => this.#fresher(this.#pools, p.metadata.name, p));
-    const w = controllerWrites({ services, pools, options: this.#o.options, nowMs: this.#o.clock.now() });
+    const w = controllerWrites({
+      services,
+      pools,
+      ...(view.namespaces && { namespaces: view.namespaces }),
+      options: this.#o.options,
+      nowMs: this.#o.clock.now(),
+    });
     let writes = 0;
     let retry: string | undefined;
     let failed: string | undefined;

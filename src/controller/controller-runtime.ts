@@ -104,7 +104,9 @@ export class ControllerRuntime {
       api: calls ? observedControllerApi(controllerApi, calls) : controllerApi,
       view: () => {
         const snapshot = this.source.snapshot;
-        return snapshot ? { services: snapshot.services, pools: this.source.ipPools } : undefined;
+        return snapshot
+          ? { services: snapshot.services, pools: this.source.ipPools, namespaces: snapshot.namespaces }
+          : undefined;
       },
       isLeader: () => this.elector.isLeader(),
       options: o.controller,
@@ -116,6 +118,7 @@ export class ControllerRuntime {
       ? new SliceSync({
           kubeConfig: o.kubeConfig,
           defaultClass: o.controller.defaultClass,
+          ...(o.controller.acceptClasses && { acceptClasses: o.controller.acceptClasses }),
           isLeader: () => this.elector.isLeader(),
           snapshot: () => this.source.snapshot,
           clock: o.clock,

@@ -9,7 +9,9 @@
  *     with `--default-class`; only `type: LoadBalancer`);
  *   - addresses: plan/ipam.ts over the enabled pools, exactly as `passlb plan` assigns them
  *     (status first, then requests, then auto-assignment; sharing; dual stack), for owned
- *     Services that are not being deleted;
+ *     Services that are not being deleted; addresses other Services still show in their
+ *     status are never handed out; Services that already hold an address are written first;
+ *   - ownership also covers the foreign classes of `acceptClasses` (`--accept-class`);
  *   - an owned Service gets the cleanup finalizer first, then its ingress and the
  *     `passlb.io/LoadBalancerReady` condition;
  *   - a Service being deleted, or no longer owned, that carries the finalizer (or passlb's
@@ -18,11 +20,13 @@
  * Deliberately not here: the API calls, retries and leader election (the loop).
  */
 import { type LoadBalancerIPPool, orderPools } from "../k8s/load-balancer-ip-pool.ts";
-import type { Service } from "../k8s/objects.ts";
+import type { Namespace, Service } from "../k8s/objects.ts";
 import { DEFAULT_CONFIG, objectKey } from "../k8s/snapshot.ts";
-import { addressPools } from "../plan/address-pools.ts";
+import { addressPools, type NamespaceLabels } from "../plan/address-pools.ts";
 import { assignVips, type VipAssignment } from "../plan/ipam.ts";
+import { nodePortsMessage, portsWithoutNodePort } from "../plan/node-ports.ts";
 import { serviceOwnership } from "../plan/ownership.ts";
+import { hasStatusAddress } from "../plan/status-vips.ts";
 import { type DesiredCondition, reasonFromCode, SERVICE_READY_CONDITION } from "./conditions.ts";
 import { type ControllerEvent, controllerEvent, type EventTarget, issueEvent } from "./controller-events.ts";
 import { analysePools, desiredPoolStatus, type PoolAnalysis, poolConflicts } from "./pool-status.ts";
@@ -31,6 +35,8 @@ import { applyServiceWrite, hasFinalizer, type IngressEntry, type ServiceWrite }
 export interface ControllerOptions {
   /** own LoadBalancer Services without a loadBalancerClass */
   readonly defaultClass: boolean;
+  /** foreign loadBalancerClasses served as passlb's own (`--accept-class`) */
+  readonly acceptClasses?: readonly string[];
   /** `status.loadBalancer.ingress[].ipMode`: `Proxy` when the LB hosts proxy in userspace */
   readonly ipMode: "VIP" | "Proxy";
 }
@@ -64,6 +70,8 @@ export interface ControllerWrites {
 export interface ControllerInput {
   readonly services: readonly Service[];
   readonly pools: readonly LoadBalancerIPPool[];
+  /** Namespaces, for pool namespace selectors; without them only the name label is known */
+  readonly namespaces?: readonly Namespace[];
   readonly options: ControllerOptions;
   readonly nowMs: number;
 }
@@ -81,11 +89,16 @@ export function serviceTarget(svc: Service): EventTarget {
 const byKey = <T extends { key: string }>(a: T, b: T) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
 export function controllerWrites(input: ControllerInput): ControllerWrites {
-  const config = { ...DEFAULT_CONFIG, defaultClass: input.options.defaultClass };
+  const config = {
+    ...DEFAULT_CONFIG,
+    defaultClass: input.options.defaultClass,
+    acceptClasses: [...(input.options.acceptClasses ?? [])],
+  };
   const analysis: PoolAnalysis[] = analysePools(orderPools(input.pools));
   const active = addressPools(analysis.filter((a) => a.active).map((a) => a.pool));
 
   const owned: Service[] = [];
+  const others: Service[] = [];
   const releases: ServiceWork[] = [];
   for (const svc of input.services) {
     const deleting = Boolean(svc.metadata.deletionTimestamp);
@@ -94,15 +107,27 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
     else {
       const work = releaseWork(svc, deleting, input.nowMs);
       if (work) releases.push(work);
+      // an address another implementation's Service shows in status is never handed out
+      // (plan/address-ledger.ts); passlb's own releases are written first, so theirs are free
+      else if (svc.spec.type === "LoadBalancer" && svc.status?.loadBalancer?.ingress?.length)
+        others.push(svc);
     }
   }
-  const assignments = assignVips(owned, active);
-  const ensures: ServiceWork[] = [];
+  const namespaceLabels = input.namespaces?.length ? labelsOf(input.namespaces) : undefined;
+  const assignments = withModeIssues(
+    assignVips(owned, active, { others, ...(namespaceLabels && { namespaceLabels }) }),
+    owned,
+    input.options.ipMode,
+  );
+  const ensures: (ServiceWork & { holds: boolean })[] = [];
   for (const svc of owned) {
     const key = objectKey(svc.metadata);
     const work = ensureWork(svc, key, assignments.get(key)!, input.options, input.nowMs);
-    if (work) ensures.push(work);
+    if (work) ensures.push({ ...work, holds: hasStatusAddress(svc) });
   }
+  // Services that already hold addresses are written first (MetalLB's service controller
+  // reconciles them first on start-up, so none is "stolen"), then the others, by key
+  ensures.sort((a, b) => (a.holds === b.holds ? byKey(a, b) : a.holds ? -1 : 1));
 
   const conflicts = poolConflicts(analysis, owned, assignments);
   const pools: PoolWork[] = [];
@@ -115,12 +140,61 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
     );
     if (changed) pools.push({ pool: a.resource, status });
   }
-  return { services: [...releases.sort(byKey), ...ensures.sort(byKey)], pools, assignments };
+  return {
+    services: [...releases.sort(byKey), ...ensures.map(({ holds: _, ...work }) => work)],
+    pools,
+    assignments,
+  };
+}
+
+/** A namespace's labels by name, plus the name label the API server sets on each. */
+function labelsOf(namespaces: readonly Namespace[]): NamespaceLabels {
+  const byName = new Map(namespaces.map((n) => [n.metadata.name ?? "", n.metadata.labels ?? {}]));
+  return (ns) => ({ ...byName.get(ns), "kubernetes.io/metadata.name": ns });
+}
+
+/** The mode's own findings added to the address issues: a Proxy-mode Service whose ports
+ * have no NodePorts gets a condition note and a Warning Event (plan/node-ports.ts). */
+function withModeIssues(
+  assignments: Map<string, VipAssignment>,
+  owned: readonly Service[],
+  ipMode: "VIP" | "Proxy",
+): Map<string, VipAssignment> {
+  if (ipMode !== "Proxy") return assignments;
+  for (const svc of owned) {
+    const missing = portsWithoutNodePort(svc, ipMode);
+    if (missing.length === 0) continue;
+    const key = objectKey(svc.metadata);
+    const a = assignments.get(key);
+    if (!a) continue;
+    assignments.set(key, {
+      ...a,
+      issues: [
+        ...a.issues,
+        {
+          code: "node_ports_required",
+          severity: "warning",
+          subject: `Service ${key}`,
+          message: nodePortsMessage(missing),
+        },
+      ],
+    });
+  }
+  return assignments;
 }
 
 /** Issues about leaving the address in status: true only until the new one is written, so
  * they are Events but not part of the condition (which would change again next pass). */
 const MOVE_ISSUES: ReadonlySet<string> = new Set(["address_conflict", "status_address_not_in_pool"]);
+
+/** Errors that make the Service not ready even when it holds an address: dual stack
+ * missing, or a conflicting request refused (the address in status is kept meanwhile). */
+const NOT_READY: ReadonlySet<string> = new Set([
+  "dual_stack_unavailable",
+  "conflicting_ip_request",
+  "conflicting_pool_request",
+  "conflicting_sharing_key",
+]);
 
 /** The Service's condition for its assignment: True with the addresses, or False with the
  * first error's code as the reason. */
@@ -131,7 +205,7 @@ export function readyCondition(svc: Service, a: VipAssignment): DesiredCondition
   const notes = a.issues
     .filter((i) => i.severity !== "error" && !MOVE_ISSUES.has(i.code))
     .map((i) => i.message);
-  if (a.vips.length === 0 || (errors.length > 0 && errors.some((e) => e.code === "dual_stack_unavailable")))
+  if (a.vips.length === 0 || errors.some((e) => NOT_READY.has(e.code)))
     return {
       type: SERVICE_READY_CONDITION,
       status: "False",

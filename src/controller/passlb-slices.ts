@@ -37,8 +37,12 @@ const relabel = (s: EndpointSlice, to: string): EndpointSlice => ({
 });
 
 /** The slice writes for every owned selector Service of the snapshot that needs any. */
-export function passlbSliceWrites(snapshot: Snapshot, defaultClass: boolean): PasslbSliceWrites[] {
-  const config = { ...DEFAULT_CONFIG, defaultClass };
+export function passlbSliceWrites(
+  snapshot: Snapshot,
+  defaultClass: boolean,
+  acceptClasses: readonly string[] = [],
+): PasslbSliceWrites[] {
+  const config = { ...DEFAULT_CONFIG, defaultClass, acceptClasses: [...acceptClasses] };
   const ours = snapshot.endpointSlices.filter(
     (s) => s.metadata.labels?.[MANAGED_BY_LABEL] === PASSLB_SLICE_MANAGER,
   );

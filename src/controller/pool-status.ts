@@ -18,9 +18,9 @@ import {
 } from "../k8s/load-balancer-ip-pool.ts";
 import type { Pool, Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
-import { canonicalIp, type IpFamily, type IpRange, parseIp } from "../net/ip.ts";
+import { formatIp, type IpFamily, type IpRange, parseIp } from "../net/ip.ts";
 import { addressPools, poolAddressRange, poolContains, poolSize } from "../plan/address-pools.ts";
-import { requestedAddressTexts, SHARED_IP_ANNOTATION, type VipAssignment } from "../plan/ipam.ts";
+import type { VipAssignment } from "../plan/ipam.ts";
 import {
   type Condition,
   type DesiredCondition,
@@ -103,14 +103,12 @@ export function poolConflicts(
     const svc = byKey.get(name);
     if (!svc) continue;
     const granted = new Set(a.vips.map((v) => v.address));
-    const key = svc.metadata.annotations?.[SHARED_IP_ANNOTATION];
-    for (const text of requestedAddressTexts(svc)) {
-      const address = canonicalIp(text);
-      if (!address || granted.has(address)) continue;
-      const holderKeys = (holders.get(address) ?? []).map(
-        (h) => byKey.get(h)?.metadata.annotations?.[SHARED_IP_ANNOTATION],
-      );
-      const sameKey = key !== undefined && key !== "" && holderKeys.every((k) => k === key);
+    const key = a.request?.sharing?.id;
+    for (const ip of a.request?.addresses ?? []) {
+      const address = formatIp(ip);
+      if (granted.has(address)) continue;
+      const holderKeys = (holders.get(address) ?? []).map((h) => assignments.get(h)?.request?.sharing?.id);
+      const sameKey = key !== undefined && holderKeys.every((k) => k === key);
       note(address, name, sameKey ? "port_clash_on_shared_ip" : "address_in_use");
     }
   }

@@ -17,6 +17,7 @@ import { passlbSliceWrites } from "./passlb-slices.ts";
 export interface SliceSyncOptions {
   readonly kubeConfig: KubeConfig;
   readonly defaultClass: boolean;
+  readonly acceptClasses?: readonly string[];
   readonly isLeader: () => boolean;
   readonly snapshot: () => Snapshot | undefined;
   readonly clock: Clock;
@@ -100,7 +101,7 @@ export class SliceSync {
     };
     let failed = false;
     let writes = 0;
-    for (const w of passlbSliceWrites(snapshot, this.#o.defaultClass)) {
+    for (const w of passlbSliceWrites(snapshot, this.#o.defaultClass, this.#o.acceptClasses)) {
       const calls: [string, () => Promise<unknown>][] = [
         ...w.create.map((s): [string, () => Promise<unknown>] => [
           `create EndpointSlice for ${w.service}`,

@@ -121,7 +121,7 @@ function bestEffort(kind: KnownKind, raw: unknown, reported: readonly FieldProbl
   return found.filter((p) => !covered(p.path));
 }
 
-function zodMessage(issue: z.core.$ZodIssue): string {
+export function zodMessage(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case "invalid_value":
       return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;

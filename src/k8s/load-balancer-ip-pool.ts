@@ -7,13 +7,21 @@
  * is written from this shape.
  *
  * Pool semantics follow MetalLB's IPAddressPool (addresses as CIDRs or `a-b` ranges,
- * autoAssign, namespace and Service selectors). Status totals are decimal strings because an
+ * autoAssign, avoidBuggyIPs, serviceAllocation as `allocation`), plus what a lossless
+ * `passlb import` of Cilium and kube-vip pools needs (specs/compat.md §7.4):
+ * `reserveFirstLast` and `implicitSharing`. Status totals are decimal strings because an
  * IPv6 pool can hold more than 2^53 addresses. A status that does not decode is dropped,
  * never the pool: a bad status must not take addresses away. Deliberately loose: unknown
  * fields pass through.
  */
 import { z } from "zod";
-import { ConditionSchema, LabelSelectorSchema, ObjectMetaSchema, type Pool } from "./objects.ts";
+import {
+  ConditionSchema,
+  LabelSelectorSchema,
+  ObjectMetaSchema,
+  type Pool,
+  PoolAllocationSchema,
+} from "./objects.ts";
 
 export const POOL_GROUP = "passlb.io";
 export const POOL_VERSION = "v1alpha1";
@@ -58,6 +66,12 @@ export const LoadBalancerIPPoolSchema = z.looseObject({
     serviceSelector: LabelSelectorSchema.optional(),
     /** out of service: no Service keeps or gets an address from it */
     disabled: z.boolean().default(false),
+    /** skip the first and last address of each CIDR (Cilium `allowFirstLastIPs: No`) */
+    reserveFirstLast: z.boolean().optional(),
+    /** MetalLB serviceAllocation: priority, namespaces, namespaceSelectors, serviceSelectors */
+    allocation: PoolAllocationSchema.optional(),
+    /** kube-vip `allow-share`: keyless Services share an IPv4 address on disjoint ports */
+    implicitSharing: z.enum(["none", "portDisjoint"]).optional(),
   }),
   status: LoadBalancerIPPoolStatusSchema.optional().catch(undefined),
 });
@@ -66,13 +80,17 @@ export type LoadBalancerIPPool = z.infer<typeof LoadBalancerIPPoolSchema>;
 /** The planner's pool for a LoadBalancerIPPool object (its name is the object's). */
 export function poolOf(obj: LoadBalancerIPPool): Pool {
   const { addresses, autoAssign, avoidBuggyIPs, namespaces, serviceSelector } = obj.spec;
+  const { reserveFirstLast, allocation, implicitSharing } = obj.spec;
   return {
     name: obj.metadata.name,
     addresses,
     autoAssign,
     avoidBuggyIPs,
+    ...(reserveFirstLast !== undefined && { reserveFirstLast }),
+    ...(implicitSharing !== undefined && { implicitSharing }),
     ...(namespaces !== undefined && { namespaces }),
     ...(serviceSelector !== undefined && { serviceSelector }),
+    ...(allocation !== undefined && { allocation }),
   };
 }
 

@@ -275,6 +275,20 @@ export const LabelSelectorSchema = z.looseObject({
 });
 export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
 
+/**
+ * MetalLB IPAddressPool `serviceAllocation` (metallb api/v1beta1/ipaddresspool_types.go):
+ * a Service matches when it is in `namespaces` or its namespace matches any of
+ * `namespaceSelectors` (either, when both are empty: every namespace) AND its labels match
+ * any of `serviceSelectors` (every Service when empty). Lower `priority` first; 0 or unset last.
+ */
+export const PoolAllocationSchema = z.looseObject({
+  priority: z.number().int().min(0).optional(),
+  namespaces: z.array(z.string()).optional(),
+  namespaceSelectors: z.array(LabelSelectorSchema).optional(),
+  serviceSelectors: z.array(LabelSelectorSchema).optional(),
+});
+export type PoolAllocation = z.infer<typeof PoolAllocationSchema>;
+
 export const PoolSchema = z.looseObject({
   name: z.string().min(1),
   addresses: z.array(z.string()).min(1),
@@ -283,6 +297,14 @@ export const PoolSchema = z.looseObject({
   avoidBuggyIPs: z.boolean().default(false),
   namespaces: z.array(z.string()).optional(),
   serviceSelector: LabelSelectorSchema.optional(),
+  /** skip the first and last address of every CIDR but /31, /32, /127 and /128 (Cilium's
+   * `allowFirstLastIPs: No`) */
+  reserveFirstLast: z.boolean().optional(),
+  /** MetalLB's serviceAllocation: which Services the pool serves, and before which pools */
+  allocation: PoolAllocationSchema.optional(),
+  /** `portDisjoint`: Services with no sharing key share an IPv4 address when their port
+   * numbers differ (kube-vip-cloud-provider's `allow-share`) */
+  implicitSharing: z.enum(["none", "portDisjoint"]).optional(),
 });
 export type Pool = z.infer<typeof PoolSchema>;
 
@@ -293,6 +315,8 @@ export const PasslbConfigSchema = z.looseObject({
   spec: z
     .looseObject({
       defaultClass: z.boolean().default(false),
+      /** foreign loadBalancerClasses passlb serves as its own (`--accept-class`; docs/migrate.md) */
+      acceptClasses: z.array(z.string().min(1)).default([]),
       pools: z.array(PoolSchema).default([]),
       zones: z
         .array(z.looseObject({ name: z.string().min(1), clientCIDRs: z.array(z.string()) }))
@@ -305,6 +329,7 @@ export const PasslbConfigSchema = z.looseObject({
     })
     .default({
       defaultClass: false,
+      acceptClasses: [],
       pools: [],
       zones: [],
       nodePortRange: "30000-32767",

@@ -38,7 +38,7 @@ export function parseJsonList(args: readonly string[], text: string): unknown[] 
 
 export async function readClusterSnapshot(
   kubectl: KubectlRunner,
-  options: { defaultClass: boolean },
+  options: { defaultClass: boolean; acceptClasses?: readonly string[] },
 ): Promise<ClusterSnapshot> {
   const [objectsText, poolsText] = await Promise.all([kubectl.run(CLUSTER_GET), kubectl.run(POOLS_GET)]);
   const source = `kubectl ${CLUSTER_GET.join(" ")}`;
@@ -53,7 +53,11 @@ export async function readClusterSnapshot(
       apiVersion: "passlb.io/v1alpha1",
       kind: "PasslbConfig",
       metadata: { name: "cluster" },
-      spec: { defaultClass: options.defaultClass, pools: pools.pools },
+      spec: {
+        defaultClass: options.defaultClass,
+        acceptClasses: [...(options.acceptClasses ?? [])],
+        pools: pools.pools,
+      },
     },
   };
   const decoded = decodeDocuments([...parsed.documents, config]);

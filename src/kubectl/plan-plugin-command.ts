@@ -14,7 +14,12 @@ import { readClusterSnapshot } from "./cluster-snapshot.ts";
 import type { KubectlRunner } from "./kubectl-runner.ts";
 import { pickServices } from "./service-pick.ts";
 
-type Flags = PlanPrintFlags & { namespace?: string; output: string; defaultClass?: boolean };
+type Flags = PlanPrintFlags & {
+  namespace?: string;
+  output: string;
+  defaultClass?: boolean;
+  acceptClass: string[];
+};
 
 export function registerPlanPluginCommand(
   program: Command,
@@ -35,7 +40,13 @@ export function registerPlanPluginCommand(
       "say in plain words why each backend is in or out (for a provider: the decision path)",
     )
     .option("--provider <name>", "whose load balancer to plan: passlb, gke or azure", "passlb")
-    .option("--default-class", "passlb also owns LoadBalancer Services without a loadBalancerClass");
+    .option("--default-class", "passlb also owns LoadBalancer Services without a loadBalancerClass")
+    .option(
+      "--accept-class <class>",
+      "passlb also owns Services of this foreign loadBalancerClass; repeatable (docs/migrate.md)",
+      (v: string, p: string[]) => [...p, v],
+      [],
+    );
   addGkeOptions(command);
   addAzureOptions(command);
   command.action(async (service: string | undefined, opts: Flags) => {
@@ -50,6 +61,7 @@ export function registerPlanPluginCommand(
     }
     const { snapshot, warnings } = await readClusterSnapshot(kubectl(), {
       defaultClass: opts.defaultClass ?? false,
+      acceptClasses: opts.acceptClass,
     });
     for (const w of warnings) io.stderr(`warning: ${w}\n`);
     const pick = pickServices(

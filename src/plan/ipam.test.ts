@@ -120,3 +120,91 @@ test("exhaustion is an error on the Service that found no address, not on the ot
     ["pool_exhausted"],
   );
 });
+
+const FOREIGN_KEYS = [
+  (k: string) => ({ "metallb.io/allow-shared-ip": k }),
+  (k: string) => ({ "metallb.universe.tf/allow-shared-ip": k }),
+  (k: string) => ({ "lbipam.cilium.io/sharing-key": k }),
+  (k: string) => ({ "purelb.io/allow-shared-ip": k }),
+  (k: string) => ({ [SHARED_IP_ANNOTATION]: k }),
+];
+const FOREIGN_IPS = [
+  "metallb.io/loadBalancerIPs",
+  "lbipam.cilium.io/ips",
+  "kube-vip.io/loadbalancerIPs",
+  "eip.openelb.kubesphere.io/v1alpha1",
+  REQUESTED_IPS_ANNOTATION,
+];
+
+const foreignArb = fc.record({
+  key: fc.option(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.constantFrom("a", "b")), { nil: undefined }),
+  ips: fc.option(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 6 })), {
+    nil: undefined,
+  }),
+  ports: fc.uniqueArray(fc.constantFrom("TCP/53", "UDP/53", "TCP/80"), { minLength: 1, maxLength: 2 }),
+  status: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+  ns: fc.constantFrom("default", "team"),
+});
+
+test("property: with every tool's keys, no address is held across sharing keys or by two Services on one protocol/port, nor one another Service shows, and order does not matter", () => {
+  fc.assert(
+    fc.property(
+      fc.array(foreignArb, { maxLength: 10 }),
+      fc.integer({ min: 1, max: 6 }),
+      (specs, shownByOther) => {
+        const services: Service[] = specs.map((s, i) => ({
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: {
+            name: `svc-${i}`,
+            namespace: s.ns,
+            annotations: {
+              ...(s.key && FOREIGN_KEYS[s.key[0]]!(s.key[1])),
+              ...(s.ips && { [FOREIGN_IPS[s.ips[0]]!]: `203.0.113.${s.ips[1]}` }),
+            },
+          },
+          spec: {
+            type: "LoadBalancer",
+            ports: s.ports.map((p) => ({
+              port: Number(p.split("/")[1]),
+              protocol: p.split("/")[0] as "TCP" | "UDP",
+            })),
+          },
+          ...(s.status !== undefined && {
+            status: { loadBalancer: { ingress: [{ ip: `203.0.113.${s.status}` }] } },
+          }),
+        }));
+        const other: Service = {
+          ...service(99, { ports: [443], status: shownByOther }),
+          spec: {
+            type: "LoadBalancer",
+            loadBalancerClass: "example.com/lb",
+            ports: [{ port: 443, protocol: "TCP" }],
+          },
+        };
+        const pools = addressPools([pool("p", ["203.0.113.1-203.0.113.6"])]);
+        const result = assignVips(services, pools, { others: [other] });
+        const holders = new Map<string, string[]>();
+        for (const [name, a] of result)
+          for (const v of a.vips) holders.set(v.address, [...(holders.get(v.address) ?? []), name]);
+        assert.ok(
+          !holders.has(`203.0.113.${shownByOther}`),
+          "an address another Service shows was handed out",
+        );
+        for (const [address, names] of holders) {
+          if (names.length < 2) continue;
+          const ids = new Set(names.map((n) => result.get(n)?.request?.sharing?.id));
+          assert.equal(ids.size, 1, `${address} shared across sharing keys`);
+          assert.ok(!ids.has(undefined), `${address} shared without a key`);
+          const pairs = names.flatMap((n) => {
+            const svc = services.find((s) => `${s.metadata.namespace}/${s.metadata.name}` === n)!;
+            return svc.spec.ports.map((p) => `${p.protocol}/${p.port}`);
+          });
+          assert.equal(new Set(pairs).size, pairs.length, `${address}: a protocol/port pair twice`);
+        }
+        const backward = assignVips([...services].reverse(), pools, { others: [other] });
+        for (const [k, v] of result) assert.deepEqual(backward.get(k)?.vips, v.vips);
+      },
+    ),
+  );
+});

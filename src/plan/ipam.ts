@@ -1,33 +1,67 @@
 /**
  * VIP address management: which addresses each owned Service gets, per family. Pure and
- * deterministic: the same Services and pools always give the same answer.
+ * deterministic: the same Services and pools always give the same answer. A short list of
+ * named steps, as MetalLB's allocator (internal/allocator/allocator.go) reads:
  *
- * Order of claims (each pass over the Services ordered by creation time, then name):
- *   1. addresses already in `status.loadBalancer.ingress` (a Service keeps its VIP), when
- *      a pool that admits the Service holds them and they agree with any request;
- *   2. requested addresses: `passlb.io/load-balancer-ips` or `spec.loadBalancerIP`;
- *   3. auto-assignment from the pools the Service may use, in pool order, first free.
- * Sharing (MetalLB's allow-shared-ip): Services with the same `passlb.io/allow-shared-ip`
- * key share an address when no protocol/port pair clashes. Unlike MetalLB, eTP Local
- * Services need not select the same pods: the data plane dispatches per VIP:port.
- * Failures are issues on the Service that failed; no Service ever gets an address that
- * another, clashing Service holds.
+ *   1. readRequests — each Service's request (address-request.ts: passlb's, MetalLB's,
+ *      Cilium's, kube-vip's, PureLB's and OpenELB's keys, spec.loadBalancerIP) and the
+ *      pools it may use, in the order they are tried (address-pools.ts);
+ *   2. adopt — addresses already in `status.loadBalancer.ingress` are kept when a pool the
+ *      Service may use holds them, they agree with its request and nobody else holds them
+ *      (Cilium `stripOrImportIngresses`; MetalLB reconciles Services holding addresses
+ *      first). Every Service is adopted before anything is claimed, so no address is
+ *      "stolen" and a switch to passlb changes no address;
+ *   3. claimRequested — requested addresses, in a pool that admits the Service;
+ *   4. allocate — per family: share an address of the Service's sharing key (or of its
+ *      pool's implicit sharing), else the first free address of the pools in order.
+ *   5. summarise — the addresses per wanted family and the issues (dual stack).
+ * Each pass goes over the Services by creation time, then name. Sharing follows the rules
+ * of the tool the key came from (sharing-rules.ts). An address any Service still shows in
+ * its status is never handed to another (address-ledger.ts). Failures are issues on the
+ * Service that failed.
  */
 import type { Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
-import { formatIp, type IpAddress, type IpFamily, parseIp } from "../net/ip.ts";
-import { type AddressPool, poolAdmits, poolContains } from "./address-pools.ts";
+import { formatIp, type IpFamily, parseIp } from "../net/ip.ts";
+import {
+  blocker,
+  createLedger,
+  firstFree,
+  type Ledger,
+  noteShown,
+  sharedCandidate,
+  take,
+} from "./address-ledger.ts";
+import {
+  type AddressPool,
+  candidatePools,
+  type NamespaceLabels,
+  poolAdmits,
+  poolContains,
+} from "./address-pools.ts";
+import { type AddressRequest, addressRequest } from "./address-request.ts";
+import { PASSLB_IPS, PASSLB_POOL, PASSLB_SHARING } from "./foreign-keys.ts";
 import type { PlanIssueCode } from "./issue-codes.ts";
 import type { PlanIssue, Vip } from "./load-balancer-plan.ts";
+import type { Sharer } from "./sharing-rules.ts";
 
-export const REQUESTED_IPS_ANNOTATION = "passlb.io/load-balancer-ips";
-export const SHARED_IP_ANNOTATION = "passlb.io/allow-shared-ip";
-export const POOL_ANNOTATION = "passlb.io/address-pool";
+export const REQUESTED_IPS_ANNOTATION = PASSLB_IPS;
+export const SHARED_IP_ANNOTATION = PASSLB_SHARING;
+export const POOL_ANNOTATION = PASSLB_POOL;
 
 export interface VipAssignment {
   readonly families: readonly IpFamily[];
   readonly vips: readonly Vip[];
   readonly issues: readonly PlanIssue[];
+  /** what the Service asked for, and which foreign keys were read (statusVips: none) */
+  readonly request?: AddressRequest;
+}
+
+export interface AssignOptions {
+  /** Services passlb does not plan: addresses in their status are never handed out */
+  readonly others?: readonly Service[];
+  /** namespace labels for pool namespace selectors (default: the name label only) */
+  readonly namespaceLabels?: NamespaceLabels;
 }
 
 /** The families a Service wants, in order, and which of them it cannot do without
@@ -44,358 +78,289 @@ export function wantedFamilies(svc: Service): { families: IpFamily[]; required: 
   return { families, required: policy === "RequireDualStack" ? families : [] };
 }
 
-/** The addresses a Service asks for, as written: `passlb.io/load-balancer-ips` (comma
- * separated, any families) or else the deprecated `spec.loadBalancerIP`. */
-export function requestedAddressTexts(svc: Service): string[] {
-  const annotated = svc.metadata.annotations?.[REQUESTED_IPS_ANNOTATION];
-  if (annotated !== undefined)
-    return annotated
-      .split(",")
-      .map((t) => t.trim())
-      .filter(Boolean);
-  return svc.spec.loadBalancerIP ? [svc.spec.loadBalancerIP] : [];
-}
-
-interface Usage {
-  sharingKey: string | undefined;
-  services: string[];
-  ports: Set<string>;
-  pool: string;
-}
-
-interface ServiceState {
+/** One Service in the pass: its request, its pools, and what it has got so far. */
+interface Claim {
+  readonly svc: Service;
+  readonly name: string;
+  readonly sharer: Sharer;
+  readonly request: AddressRequest;
+  readonly wanted: ReturnType<typeof wantedFamilies>;
+  /** the pools it may use, in order; `explicit` when a pool was named */
+  readonly pools: readonly AddressPool[];
+  readonly explicit: boolean;
   readonly vips: Map<IpFamily, Vip>;
   readonly issues: PlanIssue[];
-  readonly wanted: ReturnType<typeof wantedFamilies>;
-  /** why auto-assignment found nothing for a family; made on the first failure (most
-   * Services have none) */
+  /** why allocation found nothing for a family; made on first use (most have none) */
   failures: Map<IpFamily, { code: PlanIssueCode; message: string }> | undefined;
 }
-
-/** Records why auto-assignment found nothing for a family (the map is made on first use). */
-function fail(st: ServiceState, family: IpFamily, why: { code: PlanIssueCode; message: string }): void {
-  st.failures ??= new Map();
-  st.failures.set(family, why);
-}
-
-// hex, not decimal: a 128-bit bigint prints in linear time in a power-of-two radix
-const ipKey = (ip: IpAddress) => `${ip.family}|${ip.value.toString(16)}`;
 
 export function assignVips(
   services: readonly Service[],
   pools: readonly AddressPool[],
+  options: AssignOptions = {},
 ): Map<string, VipAssignment> {
-  // each Service's `namespace/name` and ports, worked out once rather than on every use
-  const names = new Map<Service, string>();
-  for (const svc of services) names.set(svc, objectKey(svc.metadata));
-  const nameOf = (svc: Service) => names.get(svc) ?? objectKey(svc.metadata);
-  const ports = new Map<Service, ReadonlySet<string>>();
-  const portsOf = (svc: Service): ReadonlySet<string> => {
-    let set = ports.get(svc);
-    if (!set) {
-      set = new Set(svc.spec.ports.map((p) => `${p.protocol}/${p.port}`));
-      ports.set(svc, set);
-    }
-    return set;
-  };
-  const ordered = [...services].sort(
-    (a, b) =>
-      (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
-      nameOf(a).localeCompare(nameOf(b)),
-  );
-  const used = new Map<string, Usage>();
-  const bySharingKey = new Map<string, IpAddress[]>();
-  const cursors = new Map<string, { range: number; offset: bigint }>();
-  const state = new Map<string, ServiceState>();
-  for (const svc of ordered)
-    state.set(nameOf(svc), {
+  const claims = readRequests(services, pools, options.namespaceLabels);
+  const ledger = createLedger();
+  adopt(claims, ledger, options.others ?? []);
+  claimRequested(claims, pools, ledger);
+  allocate(claims, ledger);
+  return summarise(claims);
+}
+
+const note = (c: Claim, code: PlanIssueCode, severity: PlanIssue["severity"], message: string) =>
+  c.issues.push({ code, severity, subject: `Service ${c.name}`, message });
+
+/** Step 1: each Service's request and pools, ordered by creation time, then name. */
+function readRequests(
+  services: readonly Service[],
+  pools: readonly AddressPool[],
+  namespaceLabels: NamespaceLabels | undefined,
+): Claim[] {
+  const claims = services.map((svc): Claim => {
+    const name = objectKey(svc.metadata);
+    const request = addressRequest(svc);
+    const c: Claim = {
+      svc,
+      name,
+      request,
+      sharer: sharerOf(svc, name, request),
+      wanted: wantedFamilies(svc),
+      pools: [],
+      explicit: false,
       vips: new Map(),
       issues: [],
-      wanted: wantedFamilies(svc),
       failures: undefined,
-    });
+    };
+    for (const i of request.issues) note(c, i.code, i.severity, i.message);
+    return { ...c, ...usablePools(c, pools, namespaceLabels) };
+  });
+  return claims.sort(
+    (a, b) =>
+      (a.svc.metadata.creationTimestamp ?? "").localeCompare(b.svc.metadata.creationTimestamp ?? "") ||
+      a.name.localeCompare(b.name),
+  );
+}
 
-  const sharingKeyOf = (svc: Service) => svc.metadata.annotations?.[SHARED_IP_ANNOTATION] || undefined;
-
-  /** why the Service may not take the address, or undefined when it may */
-  const blocker = (svc: Service, ip: IpAddress): string | undefined => {
-    const u = used.get(ipKey(ip));
-    if (!u) return undefined;
-    const key = sharingKeyOf(svc);
-    const holder = u.services.join(", ");
-    if (key === undefined || u.sharingKey !== key)
-      return (
-        `${formatIp(ip)} is already used by Service ${holder}` +
-        (key === undefined ? "" : ` (sharing key "${u.sharingKey ?? ""}", not "${key}")`)
-      );
-    const clash = [...portsOf(svc)].filter((p) => u.ports.has(p));
-    if (clash.length > 0)
-      return `${formatIp(ip)} is shared with Service ${holder}, and both use ${clash.join(", ")}`;
-    return undefined;
-  };
-  const take = (svc: Service, ip: IpAddress, pool: AddressPool, source: Vip["source"]) => {
-    const k = ipKey(ip);
-    const u = used.get(k);
-    const name = nameOf(svc);
-    if (u) {
-      u.services.push(name);
-      for (const p of portsOf(svc)) u.ports.add(p);
-    } else {
-      const sharingKey = sharingKeyOf(svc);
-      used.set(k, { sharingKey, services: [name], ports: new Set(portsOf(svc)), pool: pool.name });
-      if (sharingKey !== undefined) {
-        const list = bySharingKey.get(sharingKey);
-        if (list) list.push(ip);
-        else bySharingKey.set(sharingKey, [ip]);
-      }
-    }
-    const shared = u !== undefined;
-    state.get(name)?.vips.set(ip.family, {
-      family: ip.family,
-      address: formatIp(ip),
-      pool: pool.name,
-      source: shared && source === "allocated" ? "shared" : source,
-    });
-  };
-  const issue = (svc: Service, code: PlanIssueCode, severity: PlanIssue["severity"], message: string) =>
-    state.get(nameOf(svc))?.issues.push({ code, severity, subject: `Service ${nameOf(svc)}`, message });
-
-  const usablePools = (svc: Service): { pools: AddressPool[]; explicit: boolean } => {
-    const wanted = svc.metadata.annotations?.[POOL_ANNOTATION];
-    if (wanted !== undefined) {
-      const p = pools.find((x) => x.name === wanted);
-      if (!p) {
-        issue(
-          svc,
-          "unknown_pool",
-          "error",
-          `annotation ${POOL_ANNOTATION} names pool "${wanted}", which PasslbConfig does not define`,
-        );
-        return { pools: [], explicit: true };
-      }
-      if (!poolAdmits(p, svc)) {
-        issue(
-          svc,
-          "pool_not_allowed",
-          "error",
-          `pool "${wanted}" does not admit this Service (its namespaces or serviceSelector exclude it)`,
-        );
-        return { pools: [], explicit: true };
-      }
-      return { pools: [p], explicit: true };
-    }
-    return { pools: pools.filter((p) => poolAdmits(p, svc)), explicit: false };
-  };
-
-  // Requests: the annotation (any families) beats the deprecated spec.loadBalancerIP.
-  const requests = new Map<string, Map<IpFamily, IpAddress>>();
-  for (const svc of ordered) {
-    const name = nameOf(svc);
-    const annotated = svc.metadata.annotations?.[REQUESTED_IPS_ANNOTATION];
-    const texts = requestedAddressTexts(svc);
-    if (annotated !== undefined && svc.spec.loadBalancerIP)
-      issue(
-        svc,
-        "requested_address_conflict",
-        "warning",
-        `both ${REQUESTED_IPS_ANNOTATION} and spec.loadBalancerIP are set; the annotation wins`,
-      );
-    const byFamily = new Map<IpFamily, IpAddress>();
-    for (const t of texts) {
-      const ip = parseIp(t);
-      if (!ip)
-        issue(svc, "requested_address_invalid", "error", `requested address "${t}" is not an IP address`);
-      else if (byFamily.has(ip.family))
-        issue(svc, "requested_address_invalid", "error", `more than one ${ip.family} address requested`);
-      else byFamily.set(ip.family, ip);
-    }
-    // only Services that ask for something have an entry (most ask for nothing)
-    if (byFamily.size > 0) requests.set(name, byFamily);
-    else requests.delete(name);
+function sharerOf(svc: Service, name: string, request: AddressRequest): Sharer {
+  const ports = new Set<string>();
+  const portNumbers = new Set<number>();
+  for (const p of svc.spec.ports) {
+    ports.add(`${p.protocol}/${p.port}`);
+    portNumbers.add(p.port);
   }
+  const selector = svc.spec.selector
+    ? Object.entries(svc.spec.selector)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",")
+    : "";
+  return {
+    name,
+    namespace: svc.metadata.namespace ?? "default",
+    sharing: request.sharing,
+    implicit: false,
+    ports,
+    portNumbers,
+    etp: svc.spec.externalTrafficPolicy === "Local" ? "Local" : "Cluster",
+    selector,
+  };
+}
 
-  const poolChoice = new Map(ordered.map((svc) => [nameOf(svc), usablePools(svc)]));
+function usablePools(
+  c: Claim,
+  pools: readonly AddressPool[],
+  namespaceLabels: NamespaceLabels | undefined,
+): { pools: AddressPool[]; explicit: boolean } {
+  const wanted = c.request.pool;
+  if (!wanted) return { pools: candidatePools(pools, c.svc, namespaceLabels), explicit: false };
+  const p = pools.find((x) => x.name === wanted.name);
+  if (!p) {
+    note(
+      c,
+      "unknown_pool",
+      "error",
+      `annotation ${wanted.source} names pool "${wanted.name}", which ${wanted.source === PASSLB_POOL ? "PasslbConfig does not define" : "no LoadBalancerIPPool is named (passlb import keeps pool names)"}`,
+    );
+    return { pools: [], explicit: true };
+  }
+  if (!poolAdmits(p, c.svc, namespaceLabels)) {
+    note(
+      c,
+      "pool_not_allowed",
+      "error",
+      `pool "${wanted.name}" does not admit this Service (its namespaces or serviceSelector exclude it)`,
+    );
+    return { pools: [], explicit: true };
+  }
+  return { pools: [p], explicit: true };
+}
 
-  // 1. Keep what status already says.
-  for (const svc of ordered) {
-    const name = nameOf(svc);
-    const st = state.get(name)!;
-    const allowed = poolChoice.get(name)?.pools ?? [];
+/** Step 2: keep what status already says; note every status address in the ledger. */
+function adopt(claims: readonly Claim[], ledger: Ledger, others: readonly Service[]): void {
+  for (const svc of others)
     for (const ing of svc.status?.loadBalancer?.ingress ?? []) {
       const ip = ing.ip ? parseIp(ing.ip) : undefined;
-      if (!ip || !st.wanted.families.includes(ip.family) || st.vips.has(ip.family)) continue;
-      const requested = requests.get(name)?.get(ip.family);
+      if (ip) noteShown(ledger, ip, objectKey(svc.metadata));
+    }
+  for (const c of claims)
+    for (const ing of c.svc.status?.loadBalancer?.ingress ?? []) {
+      const ip = ing.ip ? parseIp(ing.ip) : undefined;
+      if (ip) noteShown(ledger, ip, c.name);
+    }
+  for (const c of claims) {
+    for (const ing of c.svc.status?.loadBalancer?.ingress ?? []) {
+      const ip = ing.ip ? parseIp(ing.ip) : undefined;
+      if (!ip || !c.wanted.families.includes(ip.family) || c.vips.has(ip.family)) continue;
+      const requested = c.request.addresses.find((r) => r.family === ip.family);
       if (requested && requested.value !== ip.value) continue; // the request changed: honour it below
-      const pool = allowed.find((p) => poolContains(p, ip));
+      const pool = c.pools.find((p) => poolContains(p, ip));
       if (!pool) {
-        issue(
-          svc,
+        note(
+          c,
           "status_address_not_in_pool",
           "warning",
           `current address ${formatIp(ip)} is in no pool this Service may use; a new one is assigned`,
         );
         continue;
       }
-      const why = blocker(svc, ip);
+      const why = blocker(ledger, c.sharer, ip, pool);
       if (why) {
-        issue(svc, "address_conflict", "warning", `current address ${formatIp(ip)} cannot be kept: ${why}`);
+        note(
+          c,
+          "address_conflict",
+          "warning",
+          `current address ${formatIp(ip)} cannot be kept: ${why.message}`,
+        );
         continue;
       }
-      take(svc, ip, pool, "status");
+      c.vips.set(ip.family, take(ledger, c.sharer, ip, pool, "status"));
     }
   }
-  // 2. Requested addresses.
-  for (const svc of ordered) {
-    const name = nameOf(svc);
-    const st = state.get(name)!;
-    for (const [family, ip] of requests.get(name) ?? []) {
-      if (st.vips.has(family)) continue;
-      if (!st.wanted.families.includes(family)) {
-        issue(
-          svc,
+}
+
+/** Step 3: requested addresses. */
+function claimRequested(claims: readonly Claim[], pools: readonly AddressPool[], ledger: Ledger): void {
+  for (const c of claims) {
+    if (c.request.refused) continue;
+    for (const ip of c.request.addresses) {
+      const family = ip.family;
+      if (c.vips.has(family)) continue;
+      if (!c.wanted.families.includes(family)) {
+        note(
+          c,
           "requested_address_wrong_family",
           "error",
-          `requested ${family} address ${formatIp(ip)}, but the Service's ipFamilies are ${st.wanted.families.join(", ")}`,
+          `requested ${family} address ${formatIp(ip)}, but the Service's ipFamilies are ${c.wanted.families.join(", ")}`,
         );
         continue;
       }
-      const pool = pools.find((p) => poolContains(p, ip));
+      const pool = c.explicit
+        ? c.pools.find((p) => poolContains(p, ip))
+        : pools.find((p) => poolContains(p, ip));
       if (!pool) {
-        issue(
-          svc,
+        const named = c.request.pool;
+        note(
+          c,
           "requested_address_not_in_pool",
           "error",
-          `requested address ${formatIp(ip)} is in no pool`,
+          c.explicit && named
+            ? `requested address ${formatIp(ip)} is not in pool "${named.name}" (${named.source})`
+            : `requested address ${formatIp(ip)} is in no pool`,
         );
         continue;
       }
-      if (!poolAdmits(pool, svc)) {
-        issue(
-          svc,
+      if (!c.explicit && !c.pools.includes(pool)) {
+        note(
+          c,
           "pool_not_allowed",
           "error",
           `requested address ${formatIp(ip)} is in pool "${pool.name}", which does not admit this Service`,
         );
         continue;
       }
-      const why = blocker(svc, ip);
+      const why = blocker(ledger, c.sharer, ip, pool);
       if (why) {
-        issue(
-          svc,
-          sharingKeyOf(svc) !== undefined && why.includes("both use")
-            ? "port_clash_on_shared_ip"
-            : "address_in_use",
-          "error",
-          why,
-        );
+        note(c, why.code, "error", why.message);
         continue;
       }
-      take(svc, ip, pool, "requested");
+      c.vips.set(family, take(ledger, c.sharer, ip, pool, "requested"));
     }
   }
-  // 3. Auto-assignment.
-  for (const svc of ordered) {
-    const name = nameOf(svc);
-    const st = state.get(name)!;
-    const { pools: allowed, explicit } = poolChoice.get(name) ?? { pools: [], explicit: false };
-    if (explicit && allowed.length === 0) continue; // the pool annotation's problem is already reported
-    const candidates = explicit ? allowed : allowed.filter((p) => p.autoAssign);
-    for (const family of st.wanted.families) {
-      if (st.vips.has(family) || requests.get(name)?.has(family)) continue;
+}
+
+function fail(c: Claim, family: IpFamily, why: { code: PlanIssueCode; message: string }): void {
+  c.failures ??= new Map();
+  c.failures.set(family, why);
+}
+
+/** Step 4: per family still missing, share an address of the key, else the first free one. */
+function allocate(claims: readonly Claim[], ledger: Ledger): void {
+  for (const c of claims) {
+    if (c.request.refused) continue;
+    if (c.explicit && c.pools.length === 0) continue; // the pool annotation's problem is already reported
+    const candidates = c.explicit ? c.pools : c.pools.filter((p) => p.autoAssign);
+    for (const family of c.wanted.families) {
+      if (c.vips.has(family) || c.request.addresses.some((r) => r.family === family)) continue;
       const inFamily = candidates.filter((p) => p.ranges.some((r) => r.family === family));
       if (inFamily.length === 0) {
-        fail(st, family, {
+        fail(c, family, {
           code: "no_pool_for_service",
-          message: `no ${explicit ? "" : "auto-assign "}pool with ${family} addresses admits this Service`,
+          message: `no ${c.explicit ? "" : "auto-assign "}pool with ${family} addresses admits this Service`,
         });
         continue;
       }
-      const shared = sharedCandidate(svc, family, inFamily);
+      const shared = sharedCandidate(ledger, c.sharer, family, inFamily, poolContains);
       if (shared) {
-        take(svc, shared.ip, shared.pool, "shared");
+        c.vips.set(family, take(ledger, c.sharer, shared.ip, shared.pool, "shared"));
         continue;
       }
-      const fresh = firstFree(svc, family, inFamily);
-      if (fresh) take(svc, fresh.ip, fresh.pool, "allocated");
+      const fresh = firstFree(ledger, c.sharer, family, inFamily);
+      if (fresh) c.vips.set(family, take(ledger, c.sharer, fresh.ip, fresh.pool, "allocated"));
       else
-        fail(st, family, {
+        fail(c, family, {
           code: "pool_exhausted",
           message: `every ${family} address in ${inFamily.map((p) => `"${p.name}"`).join(", ")} is in use`,
         });
     }
   }
+}
 
-  function sharedCandidate(
-    svc: Service,
-    family: IpFamily,
-    allowed: AddressPool[],
-  ): { ip: IpAddress; pool: AddressPool } | undefined {
-    const key = sharingKeyOf(svc);
-    if (key === undefined) return undefined;
-    for (const ip of bySharingKey.get(key) ?? []) {
-      if (ip.family !== family || blocker(svc, ip)) continue;
-      const pool = allowed.find((p) => poolContains(p, ip));
-      if (pool) return { ip, pool };
-    }
-    return undefined;
-  }
-
-  function firstFree(
-    svc: Service,
-    family: IpFamily,
-    allowed: AddressPool[],
-  ): { ip: IpAddress; pool: AddressPool } | undefined {
-    for (const pool of allowed) {
-      const cursorKey = `${pool.name}|${family}`;
-      const cursor = cursors.get(cursorKey) ?? { range: 0, offset: 0n };
-      const ranges = pool.ranges.filter((r) => r.family === family);
-      for (let r = cursor.range; r < ranges.length; r++) {
-        const range = ranges[r]!;
-        for (let v = range.first + (r === cursor.range ? cursor.offset : 0n); v <= range.last; v++) {
-          const ip = { family, value: v };
-          if (used.has(ipKey(ip))) continue;
-          cursors.set(cursorKey, { range: r, offset: v - range.first });
-          if (!blocker(svc, ip)) return { ip, pool };
-        }
-      }
-      cursors.set(cursorKey, { range: ranges.length, offset: 0n });
-    }
-    return undefined;
-  }
-
+/** Step 5: the addresses per wanted family, and the dual-stack verdict. */
+function summarise(claims: readonly Claim[]): Map<string, VipAssignment> {
   const out = new Map<string, VipAssignment>();
-  for (const [name, st] of state) {
-    const vips = st.wanted.families.flatMap((f) => {
-      const v = st.vips.get(f);
+  for (const c of claims) {
+    const vips = c.wanted.families.flatMap((f) => {
+      const v = c.vips.get(f);
       return v ? [v] : [];
     });
-    const subject = `Service ${name}`;
-    const missing = st.wanted.families.filter((f) => !st.vips.has(f));
+    const missing = c.wanted.families.filter((f) => !c.vips.has(f));
     const failed = missing.flatMap((f) => {
-      const why = st.failures?.get(f);
+      const why = c.failures?.get(f);
       return why ? [{ family: f, ...why }] : [];
     });
-    if (vips.length === 0)
-      for (const f of failed)
-        st.issues.push({ code: f.code, severity: "error", subject, message: f.message });
-    else if (missing.some((f) => st.wanted.required.includes(f)))
-      st.issues.push({
-        code: "dual_stack_unavailable",
-        severity: "error",
-        subject,
-        message:
-          `RequireDualStack, but no ${missing.join(" or ")} address could be assigned` +
+    if (vips.length === 0) for (const f of failed) note(c, f.code, "error", f.message);
+    else if (missing.some((f) => c.wanted.required.includes(f)))
+      note(
+        c,
+        "dual_stack_unavailable",
+        "error",
+        `RequireDualStack, but no ${missing.join(" or ")} address could be assigned` +
           (failed.length > 0 ? `: ${failed.map((f) => f.message).join("; ")}` : ""),
-      });
+      );
     else
       for (const f of failed)
-        st.issues.push({
-          code: "dual_stack_partial",
-          severity: "info",
-          subject,
-          message: `served on ${vips.map((v) => v.family).join(", ")} only (PreferDualStack): ${f.message}`,
-        });
-    out.set(name, { families: st.wanted.families, vips, issues: st.issues });
+        note(
+          c,
+          "dual_stack_partial",
+          "info",
+          `served on ${vips.map((v) => v.family).join(", ")} only (PreferDualStack): ${f.message}`,
+        );
+    out.set(c.name, {
+      families: c.wanted.families,
+      vips,
+      issues: c.issues,
+      request: c.request,
+    });
   }
   return out;
 }

@@ -12,7 +12,7 @@ export const PLAN_ISSUE_CODES = {
     "error",
     "no pool (with autoAssign, unless one is named) admits the Service for a family it needs",
   ],
-  unknown_pool: ["error", "passlb.io/address-pool names a pool PasslbConfig does not define"],
+  unknown_pool: ["error", "a pool annotation (passlb's or another tool's) names a pool that does not exist"],
   pool_not_allowed: ["error", "the named or requested pool's namespaces/serviceSelector exclude the Service"],
   requested_address_invalid: [
     "error",
@@ -20,7 +20,25 @@ export const PLAN_ISSUE_CODES = {
   ],
   requested_address_not_in_pool: ["error", "a requested address is in no pool"],
   requested_address_wrong_family: ["error", "a requested address is of a family the Service does not use"],
-  requested_address_conflict: ["warning", "both passlb.io/load-balancer-ips and spec.loadBalancerIP are set"],
+  conflicting_ip_request: [
+    "error",
+    "two request sources (annotations of passlb or another tool, spec.loadBalancerIP) name different addresses of one family",
+  ],
+  conflicting_pool_request: ["error", "pool annotations of different tools name different pools"],
+  conflicting_sharing_key: ["error", "sharing-key annotations of different tools disagree"],
+  sharing_not_allowed: [
+    "error",
+    "the sharing key's tool forbids this pair (MetalLB: backends differ; Cilium: namespace or backends)",
+  ],
+  deprecated_annotation: [
+    "info",
+    "a deprecated foreign key (metallb.universe.tf/*) is read as its current name",
+  ],
+  unsupported_annotation: ["warning", "a foreign annotation passlb does not support is ignored"],
+  foreign_behaviour_differs: [
+    "warning",
+    "passlb deliberately behaves differently from the tool whose key is set",
+  ],
   address_in_use: ["error", "the requested address is held by a Service it may not share with"],
   port_clash_on_shared_ip: ["error", "sharing the address would put two Services on one protocol/port"],
   address_conflict: ["warning", "the address in status is held by another Service; a new one is assigned"],
@@ -30,6 +48,10 @@ export const PLAN_ISSUE_CODES = {
   ],
   dual_stack_unavailable: ["error", "RequireDualStack, but one family got no address"],
   dual_stack_partial: ["info", "PreferDualStack served on one family only"],
+  node_ports_required: [
+    "warning",
+    "ipMode Proxy reaches nodes on NodePorts, and a port has none (allocateLoadBalancerNodePorts: false)",
+  ],
   // backends
   no_eligible_nodes: ["error", "no eligible node with an address in the Service's families"],
   no_ready_endpoints: [

@@ -33,6 +33,15 @@ export interface Vip {
   readonly source: "status" | "requested" | "allocated" | "shared";
 }
 
+/** A foreign Service annotation as address management read it (address-request.ts). */
+export interface ForeignKeyRead {
+  readonly key: string;
+  readonly value: string;
+  readonly origin: "passlb" | "metallb" | "cilium" | "kube-vip" | "purelb" | "openelb";
+  readonly use: "honoured" | "ignored" | "unsupported";
+  readonly how: string;
+}
+
 export interface Listener {
   /** the service port's name ("" when unnamed) */
   readonly name: string;
@@ -105,6 +114,8 @@ export interface LoadBalancerPlan {
   readonly externalTrafficPolicy: "Cluster" | "Local";
   readonly ipFamilies: readonly IpFamily[];
   readonly vips: readonly Vip[];
+  /** the foreign annotations address management read and how (present only when any) */
+  readonly foreignKeys?: readonly ForeignKeyRead[];
   readonly listeners: readonly Listener[];
   /** every node the Service could use, included or not, sorted by zone then name
    * (built on first read) */

@@ -1,12 +1,24 @@
 /**
  * Which Services passlb plans: `type: LoadBalancer` with `spec.loadBalancerClass:
- * passlb.io/l4`, or with no class when PasslbConfig says passlb is the default
- * implementation (Kubernetes API: a Service with a class is ignored by every other
- * implementation; one without is the default implementation's).
+ * passlb.io/l4`, with a foreign class passlb was told to accept (`acceptClasses`,
+ * `--accept-class`: the class is immutable, so a MetalLB/Cilium/kube-vip/PureLB Service can
+ * move only this way — specs/compat.md §0.1, §7.1), or with no class when PasslbConfig says
+ * passlb is the default implementation (Kubernetes API: a Service with a class is ignored
+ * by every other implementation; one without is the default implementation's). No other
+ * class is ever touched.
  */
 import type { PasslbConfigSpec, Service } from "../k8s/objects.ts";
 
 export const PASSLB_CLASS = "passlb.io/l4";
+
+/** The foreign classes `--accept-class` is meant for (compat.md §1, §7.1). */
+export const FOREIGN_CLASSES: readonly string[] = [
+  "io.cilium/l2-announcer",
+  "io.cilium/bgp-control-plane",
+  "kube-vip.io/kube-vip-class",
+  "purelb.io/purelb",
+  "purelb.io/purelbv2",
+];
 
 export type Ownership = { readonly owned: true } | { readonly owned: false; readonly reason: string };
 
@@ -15,7 +27,9 @@ export function serviceOwnership(svc: Service, config: PasslbConfigSpec): Owners
   const cls = svc.spec.loadBalancerClass;
   if (cls === PASSLB_CLASS) return { owned: true };
   if (cls !== undefined)
-    return { owned: false, reason: `loadBalancerClass ${cls} belongs to another implementation` };
+    return config.acceptClasses?.includes(cls)
+      ? { owned: true }
+      : { owned: false, reason: `loadBalancerClass ${cls} belongs to another implementation` };
   if (config.defaultClass) return { owned: true };
   return {
     owned: false,

@@ -49,6 +49,8 @@ export function renderPlansText(
       (v) => `${v.address} (${v.family}, ${v.pool ? `pool ${v.pool}` : "no pool"}, ${v.source})`,
     );
     out.push(`  VIPs:        ${vips.length > 0 ? vips.join("; ") : "none assigned"}`);
+    for (const k of plan.foreignKeys ?? [])
+      out.push(`  Read:        ${k.key}: ${JSON.stringify(k.value)} — ${k.use}: ${k.how}`);
     out.push(
       `  Listeners:   ${plan.listeners
         .map(

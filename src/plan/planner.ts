@@ -9,10 +9,10 @@
  */
 
 import { sliceServiceKey, slicesByService } from "../endpoints/merge.ts";
-import type { EndpointSlice, PasslbConfigSpec, Service } from "../k8s/objects.ts";
+import type { EndpointSlice, Namespace, PasslbConfigSpec, Service } from "../k8s/objects.ts";
 import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
 import { parsePortRange } from "../k8s/validate.ts";
-import { addressPools } from "./address-pools.ts";
+import { addressPools, type NamespaceLabels } from "./address-pools.ts";
 import { assignVips, type VipAssignment } from "./ipam.ts";
 import type { LoadBalancerPlan } from "./load-balancer-plan.ts";
 import { type NodeTable, nodeTable } from "./node-table.ts";
@@ -62,6 +62,8 @@ export interface PlanCache {
     input: Snapshot["services"];
     config: PasslbConfigSpec;
     vipSource: "ipam" | "status";
+    /** for pool namespace selectors */
+    namespaces: Snapshot["namespaces"];
     owned: Service[];
     /** `namespace/name` of each owned Service, same order */
     keys: string[];
@@ -107,6 +109,7 @@ export function planSnapshot(
     last.nodes === snapshot.nodes &&
     last.services === snapshot.services &&
     last.config === snapshot.config &&
+    sameNamespaces(cache.services?.namespaces, snapshot.namespaces) &&
     last.previous === options.previous &&
     last.ipMode === ipMode &&
     last.vipSource === vipSource
@@ -132,13 +135,15 @@ export function planSnapshot(
   if (
     cache.services?.input !== snapshot.services ||
     cache.services.config !== snapshot.config ||
-    cache.services.vipSource !== vipSource
+    cache.services.vipSource !== vipSource ||
+    !sameNamespaces(cache.services.namespaces, snapshot.namespaces)
   )
     cache.services = {
       input: snapshot.services,
       config: snapshot.config,
       vipSource,
-      ...servicesStep(snapshot.services, snapshot.config, vipSource),
+      namespaces: snapshot.namespaces,
+      ...servicesStep(snapshot.services, snapshot.config, vipSource, labelsOf(snapshot.namespaces)),
     };
   if (cache.slices?.input !== snapshot.endpointSlices)
     cache.slices = { input: snapshot.endpointSlices, byService: slicesByService(snapshot.endpointSlices) };
@@ -242,6 +247,11 @@ function patchSliceGroups(
   return touched;
 }
 
+/** Namespaces only matter to pool namespace selectors: two empty lists are the same input. */
+function sameNamespaces(a: Snapshot["namespaces"] | undefined, b: Snapshot["namespaces"]): boolean {
+  return a === b || (a !== undefined && a.length === 0 && b.length === 0);
+}
+
 function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
@@ -249,26 +259,46 @@ function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {
   return true;
 }
 
-function servicesStep(services: readonly Service[], config: PasslbConfigSpec, vipSource: "ipam" | "status") {
+function servicesStep(
+  services: readonly Service[],
+  config: PasslbConfigSpec,
+  vipSource: "ipam" | "status",
+  namespaceLabels: NamespaceLabels | undefined,
+) {
   const keyed: { key: string; svc: Service }[] = [];
   const skipped: SkippedService[] = [];
+  const others: Service[] = [];
   for (const svc of services) {
     if (svc.spec.type !== "LoadBalancer") continue;
     const o = serviceOwnership(svc, config);
     if (o.owned) keyed.push({ key: objectKey(svc.metadata), svc });
-    else skipped.push({ service: objectKey(svc.metadata), reason: o.reason });
+    else {
+      skipped.push({ service: objectKey(svc.metadata), reason: o.reason });
+      if (svc.status?.loadBalancer?.ingress?.length) others.push(svc);
+    }
   }
   keyed.sort((a, b) => compare(a.key, b.key));
   skipped.sort((a, b) => compare(a.service, b.service));
   const owned = keyed.map((k) => k.svc);
   const keys = keyed.map((k) => k.key);
   const pools = addressPools(config.pools);
-  const vips = vipSource === "status" ? statusVips(owned, pools) : assignVips(owned, pools);
+  const vips =
+    vipSource === "status"
+      ? statusVips(owned, pools)
+      : assignVips(owned, pools, { others, ...(namespaceLabels && { namespaceLabels }) });
   const byKey = new Map(keyed.map((k) => [k.key, k.svc]));
   return { owned, keys, byKey, skipped, vips, hcnp: allocateHealthCheckNodePorts(services, owned, config) };
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Namespace labels for pool namespace selectors from the snapshot's Namespaces (plus the
+ * name label the API server sets on each); undefined when the input has none. */
+function labelsOf(namespaces: readonly Namespace[]): NamespaceLabels | undefined {
+  if (namespaces.length === 0) return undefined;
+  const byName = new Map(namespaces.map((n) => [n.metadata.name ?? "", n.metadata.labels ?? {}]));
+  return (ns) => ({ ...byName.get(ns), "kubernetes.io/metadata.name": ns });
+}
 
 /** Local Services without a healthCheckNodePort (manifests written for a cluster where the
  * API server allocates one): a free port from the node port range, starting at a position

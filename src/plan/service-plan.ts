@@ -31,6 +31,7 @@ import {
   listenerKey,
   type PlanIssue,
 } from "./load-balancer-plan.ts";
+import { nodePortsMessage, portsWithoutNodePort } from "./node-ports.ts";
 import type { NodeTable } from "./node-table.ts";
 import { localExplanation, subsetMessage } from "./shared-texts.ts";
 import { nameHash, type SubsetCandidate, stableSubset, stableSubsetOfZones } from "./subset.ts";
@@ -80,6 +81,9 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
       nodePort: p.nodePort ? p.nodePort : null,
       targetPort: p.targetPort ?? p.port,
     }));
+
+  const noNodePort = portsWithoutNodePort(svc, input.ipMode);
+  if (noNodePort.length > 0) issue("node_ports_required", "warning", nodePortsMessage(noNodePort));
 
   // per-node counts decide Local membership; Cluster needs only whether any endpoint is ready.
   // Per family, as kube-proxy's per-family proxiers count (merge-by-family.ts): only the
@@ -317,12 +321,14 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
   // Every node appears in `backends`; it is built on first read, since most consumers
   // need only the members (`members`) and 10,000 Services × 5,000 nodes add up.
   let cached: Backend[] | undefined;
+  const keys = input.vips.request?.keys ?? [];
   const plan = {
     service: key,
     uid: svc.metadata.uid,
     externalTrafficPolicy: etp,
     ipFamilies: families,
     vips: input.vips.vips,
+    ...(keys.length > 0 && { foreignKeys: keys }),
     listeners,
     get backends(): readonly Backend[] {
       cached ??= backends();

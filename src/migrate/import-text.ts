@@ -1,0 +1,64 @@
+/**
+ * How `passlb import` prints its result: the LoadBalancerIPPools as YAML documents (or a
+ * JSON List) for the user's repository, and the report as text for standard error. Pure.
+ */
+import { stringify } from "yaml";
+import { formatProblem } from "../k8s/decode.ts";
+import type { ImportResult } from "./import-result.ts";
+
+export function renderPools(result: ImportResult, format: "yaml" | "json"): string {
+  if (format === "json")
+    return `${JSON.stringify({ apiVersion: "v1", kind: "List", items: result.pools }, null, 2)}\n`;
+  return result.pools.map((p) => `---\n${stringify(p)}`).join("");
+}
+
+export function renderReport(result: ImportResult): string {
+  const out: string[] = [];
+  if (result.problems.length > 0) {
+    out.push(
+      `error: the input has ${result.problems.length} problem${result.problems.length === 1 ? "" : "s"}; nothing written:`,
+    );
+    for (const p of result.problems) out.push(`  ${formatProblem(p)}`);
+    return `${out.join("\n")}\n`;
+  }
+  out.push(`passlb import: ${result.pools.length} LoadBalancerIPPool${result.pools.length === 1 ? "" : "s"}`);
+  for (const p of result.pools) {
+    const traits = [
+      p.spec.autoAssign ? "autoAssign" : "on request only",
+      ...(p.spec.avoidBuggyIPs ? ["avoidBuggyIPs"] : []),
+      ...(p.spec.reserveFirstLast ? ["reserveFirstLast"] : []),
+      ...(p.spec.allocation ? [`allocation ${JSON.stringify(p.spec.allocation)}`] : []),
+      ...(p.spec.serviceSelector ? [`serviceSelector ${JSON.stringify(p.spec.serviceSelector)}`] : []),
+      ...(p.spec.implicitSharing ? [`implicitSharing ${p.spec.implicitSharing}`] : []),
+      ...(p.spec.disabled ? ["disabled"] : []),
+    ];
+    out.push(
+      `  ${p.metadata.name} ← ${p.metadata.annotations["passlb.io/imported-from"]}: ${p.spec.addresses.join(", ")} (${traits.join(", ")})`,
+    );
+  }
+  if (result.notes.length > 0) {
+    out.push("", "Not carried over as is:");
+    for (const n of result.notes) out.push(`  ${n.kind}: ${n.subject}: ${n.message}`);
+  }
+  out.push("", `Services (${result.services.length}):`);
+  for (const s of result.services) {
+    out.push(`  ${s.service}: ${s.servedBy}`);
+    for (const a of s.kept) out.push(`    keeps ${a}`);
+    for (const a of s.notKept) out.push(`    cannot keep ${a.address}: ${a.why}`);
+    for (const a of s.assigned) out.push(`    gets ${a}`);
+    for (const k of s.honoured) out.push(`    honoured ${k}`);
+    for (const k of s.ignored) out.push(`    ignored ${k}`);
+    for (const k of s.unsupported) out.push(`    unsupported ${k}`);
+    for (const e of s.errors) out.push(`    error ${e}`);
+    for (const n of s.notes) out.push(`    note ${n}`);
+  }
+  const kept = result.services.reduce((n, s) => n + s.kept.length, 0);
+  const lost = result.services.reduce((n, s) => n + s.notKept.length, 0);
+  out.push(`  ${kept} address${kept === 1 ? "" : "es"} kept, ${lost} cannot be kept`);
+  out.push("", "Foreign controllers still running:");
+  if (result.controllers.length === 0) out.push("  none found in the input");
+  for (const c of result.controllers) out.push(`  ${c.tool} ${c.role}: ${c.object}`);
+  out.push("", "Cut-over order:");
+  for (const [i, step] of result.cutover.entries()) out.push(`  ${i + 1}. ${step}`);
+  return `${out.join("\n")}\n`;
+}
