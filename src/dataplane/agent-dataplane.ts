@@ -12,12 +12,14 @@ import type { Snapshot } from "../k8s/snapshot.ts";
 import { createPlanCache } from "../plan/planner.ts";
 import type { AgentNft } from "./agent-nft.ts";
 import { agentRulesFromSnapshot } from "./agent-rules-snapshot.ts";
-import { agentRuleset } from "./agent-ruleset.ts";
+import { type AgentRulesetOptions, agentRuleset } from "./agent-ruleset.ts";
 
 export interface AgentDataplaneOptions {
   readonly node: string;
   readonly nft: AgentNft;
   readonly log: (line: string) => void;
+  /** ruleset options (the MSS clamp of a node behind encapsulation) */
+  readonly ruleset?: AgentRulesetOptions;
 }
 
 export type AgentUpdate = "applied" | "unchanged" | "failed";
@@ -33,7 +35,7 @@ export class AgentDataplane {
 
   async update(snapshot: Snapshot): Promise<AgentUpdate> {
     const rules = agentRulesFromSnapshot(snapshot, this.#options.node, this.#cache);
-    const text = agentRuleset(rules);
+    const text = agentRuleset(rules, this.#options.ruleset);
     if (text === this.#applied) return "unchanged";
     try {
       await this.#options.nft.apply(text);
