@@ -131,14 +131,16 @@ test("ip commands of every kind (golden): LB devices and batches, node decap", (
 test("moving between paths and VIPs: stale routes in our tables go, other tables stay", () => {
   const f = forward("vxlan-gpe");
   const routes = policyRoutesOf(STATE, f);
+  // `ip -4 route show table all` as iproute2 6.x prints it (from the lab)
   const existing = parseRoutes(
-    JSON.stringify([
-      { dst: "default", gateway: "198.51.100.65", table: String(M1) }, // was routed directly
-      { dst: "203.0.113.9", table: String(M2) }, // a VIP that is gone
-      { dst: "203.0.113.1", table: String(M2) },
-      { dst: "default", gateway: "198.51.100.254", table: "main" },
-      { dst: "10.0.0.0/8", table: "4242" },
-    ]),
+    [
+      `default via 198.51.100.65 dev plbnodes table ${M1} `, // was routed directly
+      `203.0.113.9  encap ip id 0 src 0.0.0.0 dst 198.51.100.81 ttl 0 tos 0 dev plbvg0 table ${M2} scope link mtu 1464 `, // a VIP gone
+      `203.0.113.1  encap ip id 0 src 0.0.0.0 dst 198.51.100.81 ttl 0 tos 0 dev plbvg0 table ${M2} scope link mtu 1464 `,
+      "default via 198.51.100.254 dev eth0 ",
+      "10.0.0.0/8 via 192.0.2.1 dev eth0 table 4242 ",
+      "local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 ",
+    ].join("\n"),
   );
   assert.deepEqual(existing, [
     { table: M1, dst: "default" },

@@ -13,7 +13,7 @@
  * One desired structure: `PolicyRoute[]` (policyRoutesOf) — a mark, its node and, for encap,
  * the VIPs and route text. `kernelRoutesOf` flattens it to the exact (table, destination,
  * route text) rows the kernel must hold; routeCommands and a drift check compare against
- * those rows (`parseRoutes` reads `ip -j route show table all` into the same form).
+ * those rows (`parseRoutes` reads `ip route show table all` into the same (table, dst) form).
  *
  * - policyRoutesOf, kernelRoutesOf, routeCommands, parseRules, parseRoutes (pure);
  * - createPolicyRoutes (adapter): makes sure the tunnel devices exist and are up, reads
@@ -154,15 +154,35 @@ export function parseRules(json: string, pref = RULE_PREF): ExistingRule[] {
     .map((r) => ({ mark: Number(r.fwmark) >>> 0, table: Number(r.table) >>> 0 }));
 }
 
-/** Parses `ip -j route show table all` into the routes of tables in the node-mark range. */
-export function parseRoutes(json: string): ExistingRoute[] {
-  const rows = JSON.parse(json === "" ? "[]" : json) as { dst?: string; table?: string }[];
+const ROUTE_TYPES = new Set([
+  "unicast",
+  "local",
+  "broadcast",
+  "multicast",
+  "throw",
+  "unreachable",
+  "prohibit",
+  "blackhole",
+  "nat",
+  "anycast",
+]);
+
+/**
+ * Parses `ip route show table all` (text) into the routes of tables in the node-mark range.
+ * Text, not `-j`: iproute2's JSON prints a lightweight-tunnel route's encap destination
+ * under the same `dst` key as the route's own destination (two `dst` keys in one object;
+ * a JSON parser keeps the last), so the route's destination is lost there.
+ */
+export function parseRoutes(text: string): ExistingRoute[] {
   const out: ExistingRoute[] = [];
-  for (const r of rows) {
-    const table = Number(r.table) >>> 0;
-    if (r.dst === undefined || !Number.isInteger(Number(r.table)) || (table & 0xff000000) !== MARK_BASE)
-      continue;
-    out.push({ table, dst: r.dst });
+  for (const line of text.split("\n")) {
+    const words = line.trim().split(/\s+/);
+    const t = words.indexOf("table");
+    if (t < 0) continue;
+    const table = Number(words[t + 1]) >>> 0;
+    if (!/^[0-9]+$/.test(words[t + 1] ?? "") || (table & 0xff000000) >>> 0 !== MARK_BASE) continue;
+    const dst = ROUTE_TYPES.has(words[0] ?? "") ? words[1] : words[0];
+    if (dst) out.push({ table, dst });
   }
   return out;
 }
@@ -219,7 +239,7 @@ export function createPolicyRoutes(options: PolicyRouteOptions = {}): RouteAppli
             "route_failed",
             `ip rule show failed: ${listed.error?.message ?? listed.stderr}`,
           );
-        const tables = await run([`-${family}`, "-j", "route", "show", "table", "all"]);
+        const tables = await run([`-${family}`, "route", "show", "table", "all"]);
         if (tables.error || tables.code !== 0)
           throw new PasslbError(
             "route_failed",

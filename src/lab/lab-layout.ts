@@ -44,6 +44,7 @@ import {
   routedNodeAddress,
   routedNodeLinkCommands,
   routerCommands,
+  segmentToRoutedCommands,
 } from "./lab-router.ts";
 import { lbHostNames, type Topology, type TopologyPod } from "./topology.ts";
 
@@ -252,6 +253,7 @@ function buildCommands(
     const z = zones.findIndex((zone) => zone.name === c.zone);
     cmds.push(...clientLinkCommands(lb, c, z, `plbc${i}`));
   });
+  if (router) cmds.push(...routerCommands(lb, router, zones, routedZones));
   for (const n of nodes) {
     if (n.network === "routed" && router)
       cmds.push(...routedNodeLinkCommands(router, n, zones.findIndex((z) => z.name === n.zone)));
@@ -260,12 +262,9 @@ function buildCommands(
   }
   if (router)
     cmds.push(
-      ...routerCommands(
-        lb,
-        router,
-        zones,
-        routedZones,
+      ...segmentToRoutedCommands(
         nodes.filter((n) => n.network !== "routed"),
+        routedZones,
       ),
     );
   // Pod addresses are reachable from every node, the LB and the router, through their node

@@ -53,7 +53,6 @@ export function routerCommands(
   router: LabHost,
   zones: readonly LabZone[],
   routedZones: readonly number[],
-  segmentNodes: readonly LabNode[],
 ): Command[] {
   const cmds: Command[] = [
     sysctlCommand(router, ...ROUTER_SETTINGS),
@@ -87,10 +86,16 @@ export function routerCommands(
       ipn(lb, "route", "add", s.cidr4, "via", ROUTER_TRANSIT4.router),
       ipn(lb, "route", "add", s.cidr6, "via", ROUTER_TRANSIT6.router),
     );
-    // segment nodes see 198.51.100.0/24 as on-link: the routed part goes through the LB host
-    for (const n of segmentNodes) cmds.push(ipn(n, "route", "add", s.cidr4, "via", LB_NODE_GATEWAY4));
   }
   return cmds;
+}
+
+/** Segment nodes see 198.51.100.0/24 as on-link: the routed subnets go through the LB host
+ * (after the nodes' links exist). */
+export function segmentToRoutedCommands(segmentNodes: readonly LabNode[], routedZones: readonly number[]): Command[] {
+  return routedZones.flatMap((z) =>
+    segmentNodes.map((n) => ipn(n, "route", "add", routedSubnet(z).cidr4, "via", LB_NODE_GATEWAY4)),
+  );
 }
 
 /** a node of routed zone z on its router bridge (router side of the veth: `n.veth`) */

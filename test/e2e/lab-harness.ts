@@ -151,7 +151,7 @@ export class Lab {
 export async function startLab(
   t: TestContext,
   fixture: string,
-  options: { prefix: string; lb?: boolean },
+  options: { prefix: string; lb?: boolean; lbArgs?: readonly string[]; agentArgs?: readonly string[] },
 ): Promise<Lab> {
   const fixturePath = resolve(REPO_ROOT, fixture);
   const raw = parse(readFileSync(fixturePath, "utf8")) as { name: string; services: string[] };
@@ -166,8 +166,8 @@ export async function startLab(
     repoRoot: REPO_ROOT,
     agents: true,
     lb: options.lb ?? false,
-    agentArgs: ["--dataplane=nftables", "--sync-period=5"],
-    lbArgs: ["--dataplane=nftables"],
+    agentArgs: ["--dataplane=nftables", "--sync-period=5", ...(options.agentArgs ?? [])],
+    lbArgs: ["--dataplane=nftables", ...(options.lbArgs ?? [])],
   };
   t.after(async () => {
     // PASSLB_KEEP_LAB=1 leaves the lab up for a look (then: passlb lab down -f …)
