@@ -249,7 +249,14 @@ async function bulk(host: string, port: number): Promise<object> {
       finished = true;
       clearTimeout(deadline);
       sock.destroy();
-      resolve({ ...greeting, ok: error === undefined, error, sent: total, received, ms: Date.now() - started });
+      resolve({
+        ...greeting,
+        ok: error === undefined,
+        error,
+        sent: total,
+        received,
+        ms: Date.now() - started,
+      });
     };
     const deadline = setTimeout(() => finish("ETIMEDOUT"), MAX_DURATION_MS);
     const chunk = Buffer.alloc(64 * 1024, 0x61);

@@ -256,7 +256,13 @@ function buildCommands(
   if (router) cmds.push(...routerCommands(lb, router, zones, routedZones));
   for (const n of nodes) {
     if (n.network === "routed" && router)
-      cmds.push(...routedNodeLinkCommands(router, n, zones.findIndex((z) => z.name === n.zone)));
+      cmds.push(
+        ...routedNodeLinkCommands(
+          router,
+          n,
+          zones.findIndex((z) => z.name === n.zone),
+        ),
+      );
     else cmds.push(...nodeLinkCommands(lb, n));
     for (const p of n.pods) cmds.push(...podLinkCommands(n, p));
   }

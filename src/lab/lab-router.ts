@@ -18,7 +18,13 @@
  * an address on every segment). Does not: choose VIPs, start processes.
  */
 import type { Command } from "./lab-host-commands.ts";
-import { CLIENT_BRIDGE, LB_NODE_GATEWAY4, LB_NODE_GATEWAY6, ROUTER_SETTINGS, sysctlCommand } from "./lab-host-commands.ts";
+import {
+  CLIENT_BRIDGE,
+  LB_NODE_GATEWAY4,
+  LB_NODE_GATEWAY6,
+  ROUTER_SETTINGS,
+  sysctlCommand,
+} from "./lab-host-commands.ts";
 import type { LabHost, LabNode, LabZone } from "./lab-layout.ts";
 
 export const ROUTER_TRANSIT4 = { lb: "198.51.100.129", router: "198.51.100.130" } as const;
@@ -29,7 +35,12 @@ export const ROUTER_LINK = "plbrt";
 export const ROUTER_CLIENT_PORT = "plbrc";
 
 /** routed zone z (0-based topology index): its node subnets */
-export function routedSubnet(z: number): { cidr4: string; cidr6: string; gateway4: string; gateway6: string } {
+export function routedSubnet(z: number): {
+  cidr4: string;
+  cidr6: string;
+  gateway4: string;
+  gateway6: string;
+} {
   const base = 64 + 16 * z;
   return {
     cidr4: `198.51.100.${base}/28`,
@@ -73,7 +84,9 @@ export function routerCommands(
   ];
   zones.forEach((zone, z) => {
     cmds.push(ipn(router, "addr", "add", `192.0.2.${64 * z + 2}/26`, "dev", "eth1"));
-    cmds.push(ipn(router, "addr", "add", `${zone.clientCidr6.replace("::/64", "::2")}/64`, "dev", "eth1", "nodad"));
+    cmds.push(
+      ipn(router, "addr", "add", `${zone.clientCidr6.replace("::/64", "::2")}/64`, "dev", "eth1", "nodad"),
+    );
   });
   for (const z of routedZones) {
     const s = routedSubnet(z);
@@ -92,7 +105,10 @@ export function routerCommands(
 
 /** Segment nodes see 198.51.100.0/24 as on-link: the routed subnets go through the LB host
  * (after the nodes' links exist). */
-export function segmentToRoutedCommands(segmentNodes: readonly LabNode[], routedZones: readonly number[]): Command[] {
+export function segmentToRoutedCommands(
+  segmentNodes: readonly LabNode[],
+  routedZones: readonly number[],
+): Command[] {
   return routedZones.flatMap((z) =>
     segmentNodes.map((n) => ipn(n, "route", "add", routedSubnet(z).cidr4, "via", LB_NODE_GATEWAY4)),
   );
@@ -102,7 +118,12 @@ export function segmentToRoutedCommands(segmentNodes: readonly LabNode[], routed
 export function routedNodeLinkCommands(router: LabHost, n: LabNode, z: number): Command[] {
   const s = routedSubnet(z);
   return [
-    sysctlCommand(n, ...ROUTER_SETTINGS, "net.ipv4.conf.all.rp_filter=2", "net.ipv4.conf.default.rp_filter=2"),
+    sysctlCommand(
+      n,
+      ...ROUTER_SETTINGS,
+      "net.ipv4.conf.all.rp_filter=2",
+      "net.ipv4.conf.default.rp_filter=2",
+    ),
     ipn(router, "link", "add", n.veth, "type", "veth", "peer", "name", "eth0", "netns", n.ns),
     ipn(router, "link", "set", n.veth, "master", `plbz${z}`, "up"),
     ipn(n, "link", "set", "eth0", "up"),

@@ -65,9 +65,14 @@ export class Lab {
 
   host(name: string) {
     const l = this.state.layout;
-    const h = [l.lb, ...(l.router ? [l.router] : []), ...(l.lbHosts ?? []), ...l.clients, ...l.nodes, ...l.pods].find(
-      (x) => x.name === name,
-    );
+    const h = [
+      l.lb,
+      ...(l.router ? [l.router] : []),
+      ...(l.lbHosts ?? []),
+      ...l.clients,
+      ...l.nodes,
+      ...l.pods,
+    ].find((x) => x.name === name);
     if (!h) throw new Error(`no host ${name}`);
     return h;
   }
@@ -118,7 +123,14 @@ export class Lab {
   /** Takes the link between the LB host's bridge and a node down (or up again). */
   link(node: string, up: boolean): void {
     const n = this.state.layout.nodes.find((x) => x.name === node);
-    const r = spawnSync("ip", ["-n", n?.uplinkNs ?? this.state.layout.lb.ns, "link", "set", n?.veth ?? "", up ? "up" : "down"]);
+    const r = spawnSync("ip", [
+      "-n",
+      n?.uplinkNs ?? this.state.layout.lb.ns,
+      "link",
+      "set",
+      n?.veth ?? "",
+      up ? "up" : "down",
+    ]);
     if (r.status !== 0) throw new Error(`link ${node}: ${r.stderr}`);
   }
 
