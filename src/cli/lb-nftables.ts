@@ -214,6 +214,7 @@ export async function runNftablesLb(
     io.stderr(
       `passlb lb: forwarding: ${describePath(forward, "encap")} (mtu ${forward.encap.mtu}); routed directly: ${forward.direct.map(formatCidr).join(", ") || "none"}\n`,
     );
+  obs?.observer.forwardMode(forward);
   const controller = new LbController({
     table: flags.table,
     seed,

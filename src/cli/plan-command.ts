@@ -5,6 +5,7 @@
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
+import { type Forward, type ForwardFlags, forwardFromFlags, memberPaths } from "../dataplane/encap.ts";
 import { slicesForSnapshot } from "../endpoints/snapshot-slices.ts";
 import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
 import { renderPlansText } from "../plan/plan-text.ts";
@@ -25,7 +26,8 @@ export function parseOutputFormat(
 }
 
 type PlanFlags = { filename: string[]; output: string; explain?: boolean; provider: string } & GkeCliOptions &
-  AzureFlags;
+  AzureFlags &
+  ForwardFlags;
 
 export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
   const command = program
@@ -42,7 +44,16 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       "--explain",
       "say in plain words why each backend is in or out (for a provider: the decision path)",
     )
-    .option("--provider <name>", "whose load balancer to plan: passlb, gke or azure", "passlb");
+    .option("--provider <name>", "whose load balancer to plan: passlb, gke or azure", "passlb")
+    .option("--forward <mode>", "show how an LB host with this mode reaches each node: route or encap")
+    .option("--encap <kind>", "with --forward encap: vxlan-gpe (default), ipip, gre or gue")
+    .option("--encap-port <n>", "with --forward encap: the UDP port (vxlan-gpe 4790, gue 6080)")
+    .option(
+      "--direct <cidr>",
+      "with --forward encap: nodes here are routed directly; repeatable",
+      collect,
+      [],
+    );
   addGkeOptions(command);
   addAzureOptions(command);
   command.action(async (opts: PlanFlags) => {
@@ -55,14 +66,20 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       io.stderr(`error: --provider must be passlb, gke or azure (got "${opts.provider}")\n`);
       return setExitCode(2);
     }
+    const forward = opts.forward === undefined ? undefined : forwardFromFlags(opts);
+    if (typeof forward === "string") {
+      io.stderr(`error: ${forward}\n`);
+      return setExitCode(2);
+    }
     const given = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
     if (!given) return setExitCode(2);
-    setExitCode(printPlans(given, opts, format, io));
+    setExitCode(printPlans(given, { ...opts, ...(forward && { forwardMode: forward }) }, format, io));
   });
 }
 
 /** What `printPlans` needs from the flags: the view and the providers' own options. */
-export type PlanPrintFlags = { explain?: boolean; provider: string } & GkeCliOptions & AzureFlags;
+export type PlanPrintFlags = { explain?: boolean; provider: string; forwardMode?: Forward } & GkeCliOptions &
+  AzureFlags;
 
 /**
  * The part of `passlb plan` after the input is decoded, shared with `kubectl passlb plan`:
@@ -85,6 +102,7 @@ export function printPlans(
       io.stderr(`${f.severity}: ${f.subject}: ${f.message} [${f.code}]\n`);
   const snapshot = { ...given, endpointSlices: computed.endpointSlices };
   const view = { output: format, explain: opts.explain ?? false };
+  const forward = opts.forwardMode;
   const keep = only ?? (() => true);
   const picked = () => ({
     ...snapshot,
@@ -95,9 +113,23 @@ export function printPlans(
   const all = planSnapshot(snapshot);
   const plans = all.plans.filter((p) => keep(p.service));
   const skipped = all.skipped.filter((s) => keep(s.service));
-  if (format === "text") io.stdout(renderPlansText(plans, skipped, view));
+  const pathsOf = (p: (typeof plans)[number]) => (forward ? memberPaths(forward, p.members) : undefined);
+  if (format === "text")
+    io.stdout(
+      renderPlansText(plans, skipped, {
+        ...view,
+        ...(forward && { paths: (s: string) => pathsOf(plans.find((p) => p.service === s)!) }),
+      }),
+    );
   else {
-    const doc = { services: plans, skipped };
+    // with --forward: each member says how the LB host reaches it (`path`)
+    const services = forward
+      ? plans.map((p) => {
+          const paths = pathsOf(p)!;
+          return { ...p, members: p.members.map((m) => ({ ...m, path: paths.get(m.node) ?? "route" })) };
+        })
+      : plans;
+    const doc = { services, skipped };
     io.stdout(
       format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : stringify(JSON.parse(JSON.stringify(doc))),
     );

@@ -244,6 +244,23 @@ export function encapFromFlags(
   return { kind: k, port, mtu };
 }
 
+/** Each member node's path label (describePath) under `forward`, by its first address
+ * (IPv4, else IPv6): what `passlb plan` and the dashboard show. */
+export function memberPaths(
+  forward: Forward,
+  members: readonly {
+    readonly node: string;
+    readonly addresses: { readonly IPv4?: string; readonly IPv6?: string };
+  }[],
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of members) {
+    const address = m.addresses.IPv4 ?? m.addresses.IPv6;
+    if (address !== undefined) out.set(m.node, describePath(forward, nodePath(forward, address)));
+  }
+  return out;
+}
+
 /** One line for logs and `passlb plan`: `encap vxlan-gpe:4790` / `route`. */
 export function describePath(forward: Forward, path: NodePath): string {
   if (path === "route" || forward.mode === "route") return "route";

@@ -13,6 +13,8 @@
  * Pure: `now` and every count arrive as data; no clock, no I/O. Not here: collecting the
  * counts (the data planes), serving (dashboard-server.ts), drawing (assets/dashboard.html).
  */
+
+import { type Forward, memberPaths } from "../dataplane/encap.ts";
 import type { HealthLookup, ListenerForwarding, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import { NO_BACKEND, slotShares } from "../dataplane/maglev.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
@@ -50,6 +52,8 @@ export interface DashboardInput {
   readonly events: readonly DashboardEvent[];
   /** findings not tied to a plan (config, data plane, agents) */
   readonly issues: readonly Finding[];
+  /** an LB host's forwarding mode (issue 21): each node then shows its path */
+  readonly forward?: Forward;
 }
 
 export interface DashboardNode {
@@ -64,6 +68,8 @@ export interface DashboardNode {
   readonly connectionShare: number;
   /** 0..1 of the first listener's Maglev slots */
   readonly slotShare: number;
+  /** how the LB host reaches the node: `route` or `encap <kind>[:port]` (LB hosts only) */
+  readonly path?: string;
 }
 
 export interface DashboardListener {
@@ -169,6 +175,7 @@ function serviceView(fw: ServiceForwarding, input: DashboardInput): DashboardSer
   const total = states.reduce((sum, b) => sum + (counts.get(b.node) ?? 0), 0);
   const listeners = fw.listeners.map((l) => listenerView(fw, l, index));
   const first = listeners[0];
+  const paths = input.forward ? memberPaths(input.forward, plan.members) : undefined;
   const nodes = states.map(
     (b, i): DashboardNode => ({
       node: b.node,
@@ -180,6 +187,7 @@ function serviceView(fw: ServiceForwarding, input: DashboardInput): DashboardSer
       connections: counts.get(b.node) ?? 0,
       connectionShare: total === 0 ? 0 : round((counts.get(b.node) ?? 0) / total),
       slotShare: first?.maglev.slotShares[i] ?? 0,
+      ...(paths?.has(b.node) && { path: paths.get(b.node)! }),
     }),
   );
   return {

@@ -20,6 +20,7 @@
  * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
  * `maxEvents` events are kept. Time comes from the injected `now`.
  */
+import type { Forward } from "../dataplane/encap.ts";
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
@@ -75,6 +76,13 @@ export class Observer {
 
   get logger(): Logger {
     return this.#o.logger;
+  }
+
+  #forward: Forward | undefined;
+
+  /** An LB host's forwarding mode: the dashboard then shows each node's path. */
+  forwardMode(forward: Forward): void {
+    this.#forward = forward;
   }
 
   forwarding(forwarding: readonly ServiceForwarding[], health?: HealthLookup): void {
@@ -228,6 +236,7 @@ export class Observer {
       recentConnections: recent,
       events: this.#events,
       issues: [...this.#issues.values()],
+      ...(this.#forward && { forward: this.#forward }),
     });
   }
 }

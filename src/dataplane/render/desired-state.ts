@@ -297,7 +297,9 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
       "untrack",
       chainOf(
         "untrack",
-        FAMS.map((fam) => `tcp flags & (syn | ack) == syn ${ipKey(fam)} daddr . tcp dport @dsr${fam} notrack`),
+        FAMS.map(
+          (fam) => `tcp flags & (syn | ack) == syn ${ipKey(fam)} daddr . tcp dport @dsr${fam} notrack`,
+        ),
         UNTRACK_BASE,
       ),
     );
