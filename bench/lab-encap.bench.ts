@@ -11,8 +11,8 @@
  *   - passlb route (same segment): Service `seg`'s VIP, policy-routed to node-s — for
  *     comparison with today's mode.
  * Throughput: one iperf3 TCP stream client → pod (the encapsulated direction), `-t SECONDS`.
- * Connection rate: the lab client's `count` mode (a TCP connection per greeting, 16 at a
- * time), connections per second; the client is a Node process, the same for every path.
+ * Connection rate: wrk with `Connection: close` (a new TCP connection per request, as
+ * bench/lab-throughput.bench.ts) against an HAProxy HTTP responder in each pod.
  * Target: passlb encap ≥ 0.8 × plain routing for both. Medians of the per-round values and
  * of the per-round ratios are printed.
  *
@@ -26,17 +26,19 @@
  *     path carries MSS-sized packets, as on a real link — the per-packet cost of the LB
  *     host, the tunnel and the node is what differs.
  *
- *   node --import tsx bench/lab-encap.bench.ts [--seconds 5] [--rounds 3] [--connections 3000]
+ *   node --import tsx bench/lab-encap.bench.ts [--seconds 5] [--rounds 3] [--connections 32]
  *
- * Needs root, ip, nft and iperf3 (Debian: iperf3); says what is missing and exits 0 otherwise.
+ * Needs root, ip, nft, iperf3, wrk, haproxy and ethtool (Debian packages of those names); says
+ * what is missing and exits 0 otherwise.
  * Traffic goes only to documentation addresses inside the lab's own namespaces.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { compileLabScripts, labDown, labUp } from "../src/lab/lab-runner.ts";
+import { procSysScript } from "../src/lab/lab-host-commands.ts";
+import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 
 const arg = (name: string, fallback: number) => {
@@ -45,7 +47,7 @@ const arg = (name: string, fallback: number) => {
 };
 const SECONDS = Math.min(arg("seconds", 5), 30);
 const ROUNDS = Math.min(arg("rounds", 3), 10);
-const CONNECTIONS = Math.min(arg("connections", 3000), 20_000);
+const CONNECTIONS = Math.min(arg("connections", 32), 256);
 const REPO = resolve(import.meta.dirname, "..");
 const TOPOLOGY = join(REPO, "bench/lab/encap-topology.yaml");
 const LAB = "benchenc";
@@ -58,9 +60,11 @@ function prerequisites(): boolean {
     say("lab-encap: skipped: needs root (network namespaces, nft)");
     return false;
   }
-  for (const t of ["ip", "nft", "iperf3", "ethtool"])
+  for (const t of ["ip", "nft", "iperf3", "wrk", "haproxy", "ethtool"])
     if (spawnSync("sh", ["-c", `command -v ${t}`]).status !== 0) {
-      say(`lab-encap: skipped: ${t} is not installed (apt-get install iproute2 nftables iperf3 ethtool)`);
+      say(
+        `lab-encap: skipped: ${t} is not installed (apt-get install iproute2 nftables iperf3 wrk haproxy ethtool)`,
+      );
       return false;
     }
   return true;
@@ -92,18 +96,19 @@ function iperf(target: string): number {
   return j.end.sum_received.bits_per_second / 1e9;
 }
 
-function connectionRate(client: readonly string[], target: string): { rate: number; failed: number } {
+function wrk(target: string, port: number): { rate: number; errors: string } {
   const out = exec("client", [
-    ...client,
-    "--target",
-    target,
-    "--count",
-    String(CONNECTIONS),
-    "--concurrency",
-    "16",
+    "wrk",
+    "-t2",
+    `-c${CONNECTIONS}`,
+    `-d${SECONDS}s`,
+    "-H",
+    "Connection: close",
+    `http://${target}:${port}/`,
   ]);
-  const r = JSON.parse(out) as { ok: number; failed: number; ms: number };
-  return { rate: (r.ok * 1000) / r.ms, failed: r.failed };
+  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? "0");
+  const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? "";
+  return { rate, errors };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -127,14 +132,46 @@ async function main(): Promise<void> {
     if (!rt || !seg) throw new Error("the bench Services got no VIP");
     const podR = state.layout.pods.find((p) => p.name === "pod-r")!;
     const logs = join(state.stateDir, "logs");
-    for (const pod of ["pod-r", "pod-s"]) background(pod, ["iperf3", "-s", "-p", "5201"], logs);
-    for (const pod of ["pod-r", "pod-s"]) await waitListening(pod, 5201);
-    const scripts = await compileLabScripts(REPO, state.stateDir);
-    const client = [process.execPath, ...scripts.command("lab-client")];
+    // many short connections: let TIME_WAIT and its conntrack entries go quickly
+    for (const host of ["client", "lb", "router", "node-r", "node-s", "pod-r", "pod-s"])
+      exec(host, [
+        "sh",
+        "-c",
+        procSysScript([
+          "net.ipv4.ip_local_port_range=1024 65000",
+          "net.ipv4.tcp_tw_reuse=1",
+          "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1",
+        ]),
+      ]);
+    const podHttp = join(state.stateDir, "pod-http.cfg");
+    writeFileSync(
+      podHttp,
+      [
+        "global",
+        "  maxconn 8000",
+        "defaults",
+        "  mode http",
+        "  timeout client 10s",
+        "  timeout server 10s",
+        "  timeout connect 5s",
+        "frontend web",
+        "  bind :8080",
+        "  http-request return status 200 content-type text/plain string ok",
+        "",
+      ].join("\n"),
+    );
+    for (const pod of ["pod-r", "pod-s"]) {
+      background(pod, ["iperf3", "-s", "-p", "5201"], logs);
+      background(pod, ["haproxy", "-db", "-f", podHttp], logs);
+    }
+    for (const pod of ["pod-r", "pod-s"]) {
+      await waitListening(pod, 5201);
+      await waitListening(pod, 8080);
+    }
     const variants = [
-      { name: "plain routing (to pod-r)", target: podR.ipv4, echo: 9000 },
-      { name: "passlb encap (VXLAN-GPE, DSR)", target: rt, echo: 80 },
-      { name: "passlb route (same segment)", target: seg, echo: 80 },
+      { name: "plain routing (to pod-r)", target: podR.ipv4, http: 8080 },
+      { name: "passlb encap (VXLAN-GPE, DSR)", target: rt, http: 80 },
+      { name: "passlb route (same segment)", target: seg, http: 80 },
     ];
     // the agents and the LB have just started and probe: let them settle
     await new Promise((r) => setTimeout(r, 5000));
@@ -144,16 +181,16 @@ async function main(): Promise<void> {
       const gbps = new Map<string, number[]>(variants.map((v) => [v.name, []]));
       const rate = new Map<string, number[]>(variants.map((v) => [v.name, []]));
       say(
-        `lab-encap (${regime}): ${ROUNDS} rounds × (iperf3 ${SECONDS} s, ${CONNECTIONS} connections, 16 at a time)`,
+        `lab-encap (${regime}): ${ROUNDS} rounds × (iperf3 ${SECONDS} s, wrk ${CONNECTIONS} connections ${SECONDS} s, Connection: close)`,
       );
       for (let r = 0; r < ROUNDS; r++)
         for (const v of variants) {
           const g = iperf(v.target);
-          const c = connectionRate(client, `${v.target}:${v.echo}`);
+          const c = wrk(v.target, v.http);
           gbps.get(v.name)!.push(g);
           rate.get(v.name)!.push(c.rate);
           say(
-            `  round ${r + 1} ${v.name}: ${g.toFixed(2)} Gbit/s, ${c.rate.toFixed(0)} conn/s${c.failed ? ` (${c.failed} failed)` : ""}`,
+            `  round ${r + 1} ${v.name}: ${g.toFixed(2)} Gbit/s, ${c.rate.toFixed(0)} conn/s${c.errors ? ` (socket errors: ${c.errors})` : ""}`,
           );
         }
       const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));

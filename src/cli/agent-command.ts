@@ -12,6 +12,11 @@
  * snapshot is kept) marks them pending, and after 2 × --sync-period they are stale and
  * every answer is 503, as kube-proxy's are when its syncs fail.
  *
+ * With `--decap KIND` (routed networks, docs/agent-dataplane.md "Decapsulation") it also
+ * creates and keeps the node's decapsulation device and its rp_filter settings
+ * (decap-device.ts), at start and after every read, and — with `--dataplane nftables` —
+ * clamps the MSS of VIP SYN-ACKs to what fits the tunnel.
+ *
  * Runs until the shutdown signal fires. Reading a cluster instead of a folder is not
  * implemented yet (there is no kube source yet).
  */
