@@ -99,7 +99,12 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
   await waitFor("echo servers", () => echoLogs.every((l) => readText(l).includes(": ready,")), processes);
   log(`${layout.pods.length} echo servers ready`);
   if (options.agents ?? true) {
-    for (const n of layout.nodes) start("agent", n, agentArgs(n, manifestsDir, options.agentArgs ?? []));
+    for (const n of layout.nodes)
+      start(
+        "agent",
+        n,
+        agentArgs(n, manifestsDir, [...routedArgs(layout).agent, ...(options.agentArgs ?? [])]),
+      );
     await waitFor(
       "agents",
       () => layout.nodes.every((n) => hasTable(n.ns, "inet passlb-agent") || hasListener(n.ns, 10256)),
@@ -121,7 +126,14 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
     await waitFor("the LB hosts", () => layout.lbHosts.every((h) => hasAnyTable(h.ns)), processes);
     log(`${layout.lbHosts.length} LB hosts running`);
   } else if (options.lb ?? true) {
-    start("lb", layout.lb, ["bin/passlb.js", "lb", "-f", manifestsDir, ...(options.lbArgs ?? [])]);
+    start("lb", layout.lb, [
+      "bin/passlb.js",
+      "lb",
+      "-f",
+      manifestsDir,
+      ...routedArgs(layout).lb,
+      ...(options.lbArgs ?? []),
+    ]);
     await waitFor("the LB", () => hasAnyTable(layout.lb.ns), processes);
     log("LB running");
   }
@@ -200,6 +212,19 @@ export function labExec(
     ...(input === undefined ? {} : { input }),
   });
   return { status: r.status ?? 1, stdout: r.stdout ?? "", stderr: r.stderr ?? r.error?.message ?? "" };
+}
+
+/**
+ * A lab with routed zones (docs/lab.md "Routed zones"): the LB encapsulates (VXLAN-GPE, the
+ * one kind every kernel here has) to every node outside the node segment's /26 and /64, and
+ * every agent decapsulates. Given first, so flags of the caller's (another `--encap`) win.
+ */
+export function routedArgs(layout: LabLayout): { lb: string[]; agent: string[] } {
+  if (!layout.router) return { lb: [], agent: [] };
+  return {
+    lb: ["--forward=encap", "--encap=vxlan-gpe", "--direct=198.51.100.0/26", "--direct=fd00:198:51:100::/64"],
+    agent: ["--decap=vxlan-gpe"],
+  };
 }
 
 /**
