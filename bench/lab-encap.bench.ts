@@ -2,7 +2,8 @@
  * Routed-network benchmark (issue 21): throughput and connection rate through encapsulation
  * against plain routing, in one lab run (bench/lab/encap-topology.yaml: the client, the LB
  * host, a router, node-r behind it and node-s on the LB host's segment, one pod each).
- * Paths, measured back to back in every round:
+ * Paths, measured back to back in every round (throughput of all, then connection rate of
+ * all, in an order rotated per round):
  *   - plain routing: the client talks to pod-r's address; LB host, router and node-r only
  *     route (no NAT, no tunnel, no load balancer) — the baseline;
  *   - passlb encap: the client talks to Service `rt`'s VIP; `passlb lb --forward encap`
@@ -183,16 +184,26 @@ async function main(): Promise<void> {
       say(
         `lab-encap (${regime}): ${ROUNDS} rounds × (iperf3 ${SECONDS} s, wrk ${CONNECTIONS} connections ${SECONDS} s, Connection: close)`,
       );
-      for (let r = 0; r < ROUNDS; r++)
-        for (const v of variants) {
+      for (let r = 0; r < ROUNDS; r++) {
+        // throughput first, then connection rate, each in an order rotated per round, so
+        // no path always follows the heaviest iperf3 run
+        const order = variants.map((_, i) => variants[(i + r) % variants.length]!);
+        const line = new Map<string, string>();
+        for (const v of order) {
           const g = iperf(v.target);
-          const c = wrk(v.target, v.http);
           gbps.get(v.name)!.push(g);
+          line.set(v.name, `${g.toFixed(2)} Gbit/s`);
+        }
+        for (const v of order) {
+          const c = wrk(v.target, v.http);
           rate.get(v.name)!.push(c.rate);
-          say(
-            `  round ${r + 1} ${v.name}: ${g.toFixed(2)} Gbit/s, ${c.rate.toFixed(0)} conn/s${c.errors ? ` (socket errors: ${c.errors})` : ""}`,
+          line.set(
+            v.name,
+            `${line.get(v.name)}, ${c.rate.toFixed(0)} conn/s${c.errors ? ` (socket errors: ${c.errors})` : ""}`,
           );
         }
+        for (const v of variants) say(`  round ${r + 1} ${v.name}: ${line.get(v.name)}`);
+      }
       const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
       const plain = { g: gbps.get(variants[0]!.name)!, r: rate.get(variants[0]!.name)! };
       say("");
