@@ -92,9 +92,26 @@ async function waitListening(host: string, port: number): Promise<void> {
 }
 
 function iperf(target: string): number {
-  const out = exec("client", ["iperf3", "-c", target, "-p", "5201", "-t", String(SECONDS), "-J"]);
-  const j = JSON.parse(out) as { end: { sum_received: { bits_per_second: number } } };
-  return j.end.sum_received.bits_per_second / 1e9;
+  // two paths end at pod-r's one iperf3 server: right after a test it may still answer
+  // "the server is busy running a test"; try again shortly
+  for (let attempt = 1; ; attempt++) {
+    const r = spawnSync(
+      "ip",
+      ["netns", "exec", ns("client"), "iperf3", "-c", target, "-p", "5201", "-t", String(SECONDS), "-J"],
+      {
+        encoding: "utf8",
+        maxBuffer: 1 << 26,
+      },
+    );
+    const j = JSON.parse(r.stdout || "{}") as {
+      error?: string;
+      end?: { sum_received?: { bits_per_second: number } };
+    };
+    const bps = j.end?.sum_received?.bits_per_second;
+    if (bps !== undefined && !j.error) return bps / 1e9;
+    if (attempt >= 5) throw new Error(`iperf3 to ${target}: ${j.error ?? r.stderr}`);
+    spawnSync("sleep", ["0.5"]);
+  }
 }
 
 function wrk(target: string, port: number): { rate: number; errors: string } {
