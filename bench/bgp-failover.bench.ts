@@ -27,7 +27,7 @@ import { dirname, join, resolve } from "node:path";
 import { parse, stringify } from "yaml";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { labRouterUnavailable, routerNextHops } from "../src/lab/lab-router.ts";
+import { labRouterUnavailable, routerNextHops } from "../src/lab/lab-frr.ts";
 import { compileLabScripts, type LabState, labDown, labRestart, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 

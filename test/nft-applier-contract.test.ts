@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { test } from "node:test";
 import { readManifests } from "../src/cluster/manifest-files.ts";
+import { encapRouteSpec, forwardFromFlags } from "../src/dataplane/encap.ts";
 import { FakeNftApplier } from "../src/dataplane/fake-nft-applier.ts";
 import type { HealthState } from "../src/dataplane/forwarding-state.ts";
 import { LbController } from "../src/dataplane/lb-controller.ts";
@@ -171,5 +172,68 @@ test("policy routes: rules and routes per node mark; stale ones removed", async 
       0,
     );
     assert.equal(ip("-4", "route", "show", "table", String(b.mark)).trim(), "");
+  });
+});
+
+test("policy routes, encap: the tunnel device, VIP routes per node table, a path change cleans up", async (t) => {
+  if (skip) return t.skip(skip);
+  await withNetns("rte", async (ns) => {
+    const ip = (...args: string[]) => execFileSync("ip", ["-n", ns, ...args], { encoding: "utf8" });
+    ip("link", "add", "plbv0", "type", "veth", "peer", "name", "plbv1");
+    ip("link", "set", "plbv0", "up");
+    ip("link", "set", "plbv1", "up");
+    ip("addr", "add", "198.51.100.1/24", "dev", "plbv0");
+    ip("addr", "add", "fd00:198:51:100::1/64", "dev", "plbv0", "nodad");
+    const forward = forwardFromFlags({ forward: "encap", direct: ["198.51.100.0/26"] });
+    assert.ok(typeof forward !== "string");
+    const routes = createPolicyRoutes({ netns: ns, forward });
+    const spec4 = (node: string) => encapRouteSpec({ kind: "vxlan-gpe", port: 4790, mtu: 1500 }, 4, node);
+    const routed = {
+      family: 4 as const,
+      mark: 0x5a000001,
+      via: "198.51.100.65",
+      encap: { vips: ["203.0.113.1", "203.0.113.2"], spec: spec4("198.51.100.65") },
+    };
+    const direct = { family: 4 as const, mark: 0x5a000002, via: "198.51.100.11" };
+    const routed6 = {
+      family: 6 as const,
+      mark: 0x5a800001,
+      via: "fd00:198:51:101::1",
+      encap: {
+        vips: ["fd00:10::1"],
+        spec: encapRouteSpec({ kind: "vxlan-gpe", port: 4790, mtu: 1500 }, 6, "fd00:198:51:101::1"),
+      },
+    };
+    await routes.sync([routed, direct, routed6]);
+    await routes.sync([routed, direct, routed6]); // idempotent
+    assert.match(ip("-d", "link", "show", "plbvg0"), /vxlan external .*dstport 4790 .*gpe/);
+    const t1 = ip("-4", "route", "show", "table", String(routed.mark));
+    assert.match(t1, /^203\.0\.113\.1 +encap ip id 0 .*dst 198\.51\.100\.65 .*dev plbvg0 .*mtu 1464/m);
+    assert.match(t1, /^203\.0\.113\.2 /m);
+    assert.doesNotMatch(t1, /^default/m);
+    assert.match(ip("-4", "route", "show", "table", String(direct.mark)), /^default via 198\.51\.100\.11/m);
+    assert.match(
+      ip("-6", "route", "show", "table", String(routed6.mark)),
+      /^fd00:10::1 +encap ip6 id 0 .*dst fd00:198:51:101::1 .*dev plbvg0 .*mtu 1444/m,
+    );
+    // a VIP leaves, the routed node becomes a neighbour, the direct one is encapsulated
+    await routes.sync([
+      { family: 4, mark: routed.mark, via: "198.51.100.65" },
+      { ...direct, encap: { vips: ["203.0.113.2"], spec: spec4("198.51.100.11") } },
+    ]);
+    assert.equal(
+      ip("-4", "route", "show", "table", String(routed.mark)).trim(),
+      "default via 198.51.100.65 dev plbv0",
+    );
+    assert.match(
+      ip("-4", "route", "show", "table", String(direct.mark)),
+      /^203\.0\.113\.2 +encap ip .*dst 198\.51\.100\.11/m,
+    );
+    assert.doesNotMatch(ip("-4", "route", "show", "table", String(direct.mark)), /default/);
+    assert.equal(ip("-6", "route", "show", "table", String(routed6.mark)).trim(), "");
+    // a deleted device comes back on the next sync
+    ip("link", "del", "plbvg0");
+    await routes.sync([{ ...direct, encap: { vips: ["203.0.113.2"], spec: spec4("198.51.100.11") } }]);
+    assert.match(ip("link", "show", "plbvg0"), /UP/);
   });
 });

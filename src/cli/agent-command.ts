@@ -13,6 +13,11 @@
  * snapshot is kept) marks them pending, and after 2 × --sync-period they are stale and
  * every answer is 503, as kube-proxy's are when its syncs fail.
  *
+ * With `--decap KIND` (routed networks, docs/agent-dataplane.md "Decapsulation") it also
+ * creates and keeps the node's decapsulation device and its rp_filter settings
+ * (decap-device.ts), at start and after every read, and — with `--dataplane nftables` —
+ * clamps the MSS of VIP SYN-ACKs to what fits the tunnel.
+ *
  * Runs until the shutdown signal fires. Reading a cluster instead of a folder is not
  * implemented yet (there is no kube source yet).
  */
@@ -21,6 +26,8 @@ import { ManifestFolderSource } from "../cluster/manifest-folder-source.ts";
 import { AgentDataplane } from "../dataplane/agent-dataplane.ts";
 import { agentNft } from "../dataplane/agent-nft.ts";
 import { conntrackTool } from "../dataplane/conntrack-tool.ts";
+import { ensureDecap } from "../dataplane/decap-device.ts";
+import { clampedMss, encapFromFlags } from "../dataplane/encap.ts";
 import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
 import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
 import { realClock } from "../health/clock.ts";
@@ -57,6 +64,9 @@ interface AgentOptions extends ObservabilityFlags {
   healthzBindAddress: string;
   bindAddress?: string;
   syncPeriod: string;
+  decap?: string;
+  encapPort?: string;
+  encapMtu?: string;
 }
 
 export function registerAgentCommand(
@@ -77,6 +87,18 @@ export function registerAgentCommand(
       "--dataplane <mode>",
       "none (health only), userspace (also proxy every nodePort) or nftables (DNAT VIP traffic to endpoints, standalone mode)",
       "none",
+    )
+    .option(
+      "--decap <kind>",
+      "receive encapsulated VIP traffic from LB hosts in other subnets: vxlan-gpe, ipip, gre or gue (device, rp_filter, MSS clamp)",
+    )
+    .option(
+      "--encap-port <n>",
+      "--decap: UDP port of vxlan-gpe (4790) or gue (6080); the LB host's --encap-port",
+    )
+    .option(
+      "--encap-mtu <n>",
+      "--decap: underlay MTU the MSS clamp is computed from (1500); the LB host's --encap-mtu",
     )
     .option("--loopback", "userspace: apply passlb up's loopback rewrite to the folder (docs/quickstart.md)")
     .option(
@@ -109,6 +131,26 @@ export function registerAgentCommand(
         io.stderr(`error: --dataplane ${opts.dataplane}: expected none, userspace or nftables\n`);
         return setExitCode(2);
       }
+      const decap =
+        opts.decap === undefined
+          ? undefined
+          : encapFromFlags(opts.decap, opts.encapPort, opts.encapMtu, "--decap");
+      if (typeof decap === "string") {
+        io.stderr(`error: ${decap}\n`);
+        return setExitCode(2);
+      }
+      if (decap) {
+        try {
+          const done = await ensureDecap(decap);
+          io.stderr(
+            `passlb agent: decapsulation ${decap.kind}${decap.port === undefined ? "" : `:${decap.port}`} ready${done.created.length > 0 ? ` (created ${done.created.join(", ")})` : ""}\n`,
+          );
+          for (const note of done.notes) io.stderr(`passlb agent: ${note}\n`);
+        } catch (e) {
+          io.stderr(`error: --decap ${decap.kind}: ${(e as Error).message}\n`);
+          return setExitCode(1);
+        }
+      }
       const obs = await startObservability(opts, {
         io,
         process: "passlb agent",
@@ -126,7 +168,13 @@ export function registerAgentCommand(
       // established connections keep flowing; the health checks take the node out of new traffic.
       const dataplane =
         opts.dataplane === "nftables"
-          ? new AgentDataplane({ node: opts.node, nft: agentNft(), conntrack: conntrackTool(), log })
+          ? new AgentDataplane({
+              node: opts.node,
+              nft: agentNft(),
+              conntrack: conntrackTool(),
+              log,
+              ...(decap && { ruleset: { mss: { 4: clampedMss(decap, 4), 6: clampedMss(decap, 6) } } }),
+            })
           : undefined;
       const signal = shutdownSignal();
       let proxy: NodeProxy | undefined;
@@ -169,6 +217,11 @@ export function registerAgentCommand(
             return;
           }
           lastGood = read.snapshot;
+          // the decapsulation side is kept: a deleted device or reset sysctl comes back
+          if (decap)
+            await ensureDecap(decap).catch((e: Error) =>
+              log(`error tunnel_failed: ${e.message}`, "decap", "failed"),
+            );
           // A DNAT sync that failed is not a successful sync: the health answers go stale
           // after 2 × --sync-period, as kube-proxy's do when its rules cannot be written.
           const dnat = await dataplane?.update(read.snapshot);

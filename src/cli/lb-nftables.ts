@@ -19,6 +19,7 @@ import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
 import { conntrackTool } from "../dataplane/conntrack-tool.ts";
+import { describePath, forwardFromFlags } from "../dataplane/encap.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
 import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
@@ -28,6 +29,7 @@ import { natClaimRuleset } from "../dataplane/render/nat-claim.ts";
 import { PasslbError } from "../errors.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
+import { formatCidr } from "../net/ip.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
@@ -66,6 +68,11 @@ export interface NftLbFlags extends AnnounceFlags, BgpFlags {
   pollMs: string;
   driftCheckMs: string;
   countersMs?: string;
+  forward?: string;
+  encap?: string;
+  encapPort?: string;
+  encapMtu?: string;
+  direct?: string[];
 }
 
 /** Adds the nftables flags to `passlb lb`. */
@@ -81,6 +88,20 @@ export function addNftablesOptions(command: import("commander").Command): void {
     .option("--seed <n>", "nftables: Maglev and jhash seed; the same on every LB host", "1")
     .option("--max-table-size <m>", "nftables: largest Maglev table in the kernel (a listed prime)", "4093")
     .option("--no-routes", "nftables: do not install policy routes (someone else routes marked packets)")
+    .option(
+      "--forward <mode>",
+      "nftables: how packets reach a node: route (policy route on the shared segment) or encap (tunnel to nodes in other subnets)",
+      "route",
+    )
+    .option("--encap <kind>", "nftables, --forward encap: vxlan-gpe (default), ipip, gre or gue")
+    .option("--encap-port <n>", "nftables: UDP port of vxlan-gpe (4790) or gue (6080); the same on the nodes")
+    .option("--encap-mtu <n>", "nftables: MTU of the underlay toward the nodes (1500)")
+    .option(
+      "--direct <cidr>",
+      "nftables, --forward encap: nodes in this prefix are on this host's segment and routed directly; repeatable",
+      (v: string, p: string[]) => [...p, v],
+      [],
+    )
     .option("--no-probe", "nftables: do not probe the nodes (every member counts as serving)")
     .option("--once", "nftables: sync once and exit")
     .option("--poll-ms <ms>", "nftables: how often to look for manifest changes", "1000")
@@ -127,6 +148,8 @@ export async function runNftablesLb(
   if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
     return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
+  const forward = forwardFromFlags(flags);
+  if (typeof forward === "string") return usage(io, forward);
   // --announce bgp (lb-announce-bgp.ts): the routed LB tier; l2 otherwise
   const bgpWith = bgpAnnounceConfig(flags);
   if (typeof bgpWith === "string") return usage(io, bgpWith);
@@ -213,11 +236,17 @@ export async function runNftablesLb(
       return () => listeners.delete(listener);
     },
   };
+  if (forward.mode === "encap")
+    io.stderr(
+      `passlb lb: forwarding: ${describePath(forward, "encap")} (mtu ${forward.encap.mtu}); routed directly: ${forward.direct.map(formatCidr).join(", ") || "none"}\n`,
+    );
+  obs?.observer.forwardMode(forward);
   const controller = new LbController({
     table: flags.table,
     seed,
     nft,
-    ...(flags.routes ? { routes: createPolicyRoutes() } : {}),
+    ...(flags.routes ? { routes: createPolicyRoutes({ forward }) } : {}),
+    forward,
     ...(health ? { health } : {}),
     timers: {
       setTimeout: (fn, ms) => setTimeout(fn, ms),

@@ -5,6 +5,7 @@
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
+import { type Forward, type ForwardFlags, forwardFromFlags, memberPaths } from "../dataplane/encap.ts";
 import { slicesForSnapshot } from "../endpoints/snapshot-slices.ts";
 import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
 import { renderPlansText } from "../plan/plan-text.ts";
@@ -32,7 +33,8 @@ type PlanFlags = {
   acceptClass: string[];
   defaultClass?: boolean;
 } & GkeCliOptions &
-  AzureFlags;
+  AzureFlags &
+  ForwardFlags;
 
 export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
   const command = program
@@ -56,7 +58,16 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       collect,
       [],
     )
-    .option("--default-class", "also plan Services without a loadBalancerClass (PasslbConfig defaultClass)");
+    .option("--default-class", "also plan Services without a loadBalancerClass (PasslbConfig defaultClass)")
+    .option("--forward <mode>", "show how an LB host with this mode reaches each node: route or encap")
+    .option("--encap <kind>", "with --forward encap: vxlan-gpe (default), ipip, gre or gue")
+    .option("--encap-port <n>", "with --forward encap: the UDP port (vxlan-gpe 4790, gue 6080)")
+    .option(
+      "--direct <cidr>",
+      "with --forward encap: nodes here are routed directly; repeatable",
+      collect,
+      [],
+    );
   addGkeOptions(command);
   addAzureOptions(command);
   command.action(async (opts: PlanFlags) => {
@@ -69,10 +80,15 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       io.stderr(`error: --provider must be passlb, gke or azure (got "${opts.provider}")\n`);
       return setExitCode(2);
     }
+    const forward = opts.forward === undefined ? undefined : forwardFromFlags(opts);
+    if (typeof forward === "string") {
+      io.stderr(`error: ${forward}\n`);
+      return setExitCode(2);
+    }
     const loaded = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
     if (!loaded) return setExitCode(2);
     const given = withClassFlags(loaded, opts);
-    setExitCode(printPlans(given, opts, format, io));
+    setExitCode(printPlans(given, { ...opts, ...(forward && { forwardMode: forward }) }, format, io));
   });
 }
 
@@ -94,7 +110,8 @@ function withClassFlags(
 }
 
 /** What `printPlans` needs from the flags: the view and the providers' own options. */
-export type PlanPrintFlags = { explain?: boolean; provider: string } & GkeCliOptions & AzureFlags;
+export type PlanPrintFlags = { explain?: boolean; provider: string; forwardMode?: Forward } & GkeCliOptions &
+  AzureFlags;
 
 /**
  * The part of `passlb plan` after the input is decoded, shared with `kubectl passlb plan`:
@@ -117,6 +134,7 @@ export function printPlans(
       io.stderr(`${f.severity}: ${f.subject}: ${f.message} [${f.code}]\n`);
   const snapshot = { ...given, endpointSlices: computed.endpointSlices };
   const view = { output: format, explain: opts.explain ?? false };
+  const forward = opts.forwardMode;
   const keep = only ?? (() => true);
   const picked = () => ({
     ...snapshot,
@@ -127,9 +145,23 @@ export function printPlans(
   const all = planSnapshot(snapshot);
   const plans = all.plans.filter((p) => keep(p.service));
   const skipped = all.skipped.filter((s) => keep(s.service));
-  if (format === "text") io.stdout(renderPlansText(plans, skipped, view));
+  const pathsOf = (p: (typeof plans)[number]) => (forward ? memberPaths(forward, p.members) : undefined);
+  if (format === "text")
+    io.stdout(
+      renderPlansText(plans, skipped, {
+        ...view,
+        ...(forward && { paths: (s: string) => pathsOf(plans.find((p) => p.service === s)!) }),
+      }),
+    );
   else {
-    const doc = { services: plans, skipped };
+    // with --forward: each member says how the LB host reaches it (`path`)
+    const services = forward
+      ? plans.map((p) => {
+          const paths = pathsOf(p)!;
+          return { ...p, members: p.members.map((m) => ({ ...m, path: paths.get(m.node) ?? "route" })) };
+        })
+      : plans;
+    const doc = { services, skipped };
     io.stdout(
       format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : stringify(JSON.parse(JSON.stringify(doc))),
     );

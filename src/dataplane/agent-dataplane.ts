@@ -20,7 +20,7 @@ import type { Snapshot } from "../k8s/snapshot.ts";
 import { createPlanCache } from "../plan/planner.ts";
 import type { AgentNft } from "./agent-nft.ts";
 import { agentRulesFromSnapshot } from "./agent-rules-snapshot.ts";
-import { agentRuleset } from "./agent-ruleset.ts";
+import { type AgentRulesetOptions, agentRuleset } from "./agent-ruleset.ts";
 import {
   type ConntrackDeletion,
   type ConntrackMemory,
@@ -38,6 +38,8 @@ export interface AgentDataplaneOptions {
   /** deletes stale UDP/SCTP conntrack entries; without one, none are deleted */
   readonly conntrack?: ConntrackDriver;
   readonly log: (line: string) => void;
+  /** ruleset options (the MSS clamp of a node behind encapsulation) */
+  readonly ruleset?: AgentRulesetOptions;
 }
 
 export type AgentUpdate = "applied" | "unchanged" | "failed";
@@ -56,7 +58,7 @@ export class AgentDataplane {
 
   async update(snapshot: Snapshot): Promise<AgentUpdate> {
     const rules = agentRulesFromSnapshot(snapshot, this.#options.node, this.#cache);
-    const text = agentRuleset(rules);
+    const text = agentRuleset(rules, this.#options.ruleset);
     if (text === this.#applied) {
       await this.#cleanConntrack(rules);
       return "unchanged";

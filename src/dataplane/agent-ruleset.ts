@@ -21,7 +21,12 @@
  *     sources are dropped in the listener chain already); a listener's packet whose NAT an
  *     earlier nat chain claimed (an LB host that is also a node) passes, as with kube-proxy;
  *   - `postrouting` (nat, srcnat): marked packets to an endpoint on another node are
- *     masqueraded, so the reply returns through this node and is un-NATed here.
+ *     masqueraded, so the reply returns through this node and is un-NATed here;
+ *   - with `mss` (a node behind encapsulation, issue 21): `mss-forward` and `mss-output`
+ *     lower the MSS of the SYN-ACKs this node sends for VIP flows — a pod's (forwarded, the
+ *     reply of a connection whose original destination is a VIP) and a local listener's
+ *     (source VIP) — so the client's segments fit the tunnel (specs/scale-out.md §C "MTU",
+ *     Fix A, measured there; only lowered, never raised).
  * Established connections keep their translation in conntrack, so replacing the table
  * does not move them. A second listener with the same VIP, protocol and port (a shared IP
  * misconfigured) is left out: the first one, in service order, wins.
@@ -34,7 +39,12 @@ export const MASQUERADE_MARK = 0x4000;
 /** jhash seed for ClientIP affinity; fixed so every node and every restart agree */
 export const AFFINITY_SEED = 0x706c62;
 
-export function agentRuleset(rules: readonly AgentRule[]): string {
+export interface AgentRulesetOptions {
+  /** clamp the MSS of VIP flows' SYN-ACKs to this, per family (encap.ts clampedMss) */
+  readonly mss?: { readonly 4: number; readonly 6: number };
+}
+
+export function agentRuleset(rules: readonly AgentRule[], options: AgentRulesetOptions = {}): string {
   const seen = new Set<string>();
   const kept: AgentRule[] = [];
   for (const r of rules) {
@@ -138,6 +148,20 @@ export function agentRuleset(rules: readonly AgentRule[]): string {
   out(`    meta mark & ${mark} == ${mark} ip daddr @remote-endpoints4 masquerade`);
   out(`    meta mark & ${mark} == ${mark} ip6 daddr @remote-endpoints6 masquerade`);
   out("  }");
+  if (options.mss) {
+    const synAck = "tcp flags & (syn | ack) == syn | ack";
+    const clamp = (n: number) => `tcp option maxseg size > ${n} tcp option maxseg size set ${n}`;
+    out("  chain mss-forward {");
+    out("    type filter hook forward priority mangle; policy accept;");
+    out(`    ct direction reply ct original ip daddr @vips4 ${synAck} ${clamp(options.mss[4])}`);
+    out(`    ct direction reply ct original ip6 daddr @vips6 ${synAck} ${clamp(options.mss[6])}`);
+    out("  }");
+    out("  chain mss-output {");
+    out("    type filter hook output priority mangle; policy accept;");
+    out(`    ip saddr @vips4 ${synAck} ${clamp(options.mss[4])}`);
+    out(`    ip6 saddr @vips6 ${synAck} ${clamp(options.mss[6])}`);
+    out("  }");
+  }
   out("}");
   return `${lines.join("\n")}\n`;
 }

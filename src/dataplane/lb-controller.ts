@@ -26,6 +26,7 @@
  */
 import type { Snapshot } from "../k8s/snapshot.ts";
 import type { ConntrackDriver } from "./conntrack-tool.ts";
+import type { Forward } from "./encap.ts";
 import { ALL_UNKNOWN, type HealthLookup, type ServiceForwarding } from "./forwarding-state.ts";
 import { releasedFlows } from "./lb-flow-release.ts";
 import { LbForwardings } from "./lb-forwardings.ts";
@@ -51,6 +52,8 @@ export interface LbControllerOptions {
   readonly seed: number;
   readonly nft: NftApplier;
   readonly routes?: RouteApplier;
+  /** how marked packets reach their node (encap.ts); default: policy route on the segment */
+  readonly forward?: Forward;
   readonly health?: HealthSource;
   readonly timers: Timers;
   /** monotonic milliseconds, for event timings only */
@@ -143,6 +146,11 @@ export class LbController {
     return this.#forwardings.lastGood;
   }
 
+  /** The policy routes last installed (undefined before the first or after a failure). */
+  get routes(): readonly PolicyRoute[] | undefined {
+    return this.#routes;
+  }
+
   /** The state last applied (or adopted). */
   get current(): NftState | undefined {
     return this.#current;
@@ -216,7 +224,7 @@ export class LbController {
     const { state: desired, touched } = update;
     const full = this.#needFull || !this.#current || needsFullSync(this.#current, desired, touched);
     const script = full ? renderRuleset(desired) : renderElementUpdates(this.#current!, desired, touched);
-    const wanted = policyRoutesOf(desired);
+    const wanted = policyRoutesOf(desired, this.#o.forward);
     // routes for new next hops go in before any mark can point at them
     if (!sameRoutes(this.#routes, wanted))
       await this.#syncRoutes(unionRoutes(this.#routes ?? [], wanted), false);
@@ -277,6 +285,7 @@ export class LbController {
       previous: this.#current ?? { table: this.#o.table, sets: new Map(), chains: new Map() },
       forwardings,
       cache: this.#desiredCache,
+      dsr: this.#o.forward?.mode === "encap",
     });
   }
 

@@ -1,25 +1,56 @@
 /**
  * Delivery to the node, unchanged (DESIGN.md "Data path"): a packet whose mark names a
  * node is routed by policy routing — `ip rule fwmark <mark> lookup <mark>` and, in that
- * table, a default route via the node's address on the shared segment. The mark doubles as
- * the table id (nft-state.ts), so the routes follow from the `nexthops4/6` maps alone.
+ * table, the node's path (encap.ts):
+ *   - `route` (same segment): `default via NODE`;
+ *   - `encap` (routed network, issue 21): one route per VIP of the family through the tunnel
+ *     device, `VIP encap ip dst NODE dev plbvg0 …` (or `via NODE dev plbgue4 onlink` for GUE),
+ *     and nothing else — the outer packet keeps the mark and is routed by this table too
+ *     (specs/scale-out.md §E gotcha 4), so a default here would loop it into the tunnel.
+ * The mark doubles as the table id (nft-state.ts), so the routes follow from the
+ * `nexthops4/6` maps (and, for encap, the `dispatch4/6` VIPs) alone.
  *
- * - policyRoutesOf (pure): the routes an NftState asks for;
- * - routeCommands (pure): `ip -batch` lines that take the rules at our preference from what
- *   exists to what is wanted (stale rules deleted and their tables flushed, missing rules
- *   added, every route replaced — idempotent);
- * - createPolicyRoutes (adapter): reads `ip -j rule show`, runs the batches.
- * Tunnelling for routed networks is a later step. Does not: touch rules at other
- * preferences, enable forwarding or change rp_filter (the host's setup; docs say which).
+ * One desired structure: `PolicyRoute[]` (policyRoutesOf) — a mark, its node and, for encap,
+ * the VIPs and route text. `kernelRoutesOf` flattens it to the exact (table, destination,
+ * route text) rows the kernel must hold; routeCommands and a drift check compare against
+ * those rows (`parseRoutes` reads `ip route show table all` into the same (table, dst) form).
+ *
+ * - policyRoutesOf, kernelRoutesOf, routeCommands, parseRules, parseRoutes (pure);
+ * - createPolicyRoutes (adapter): makes sure the tunnel devices exist and are up, reads
+ *   `ip -j rule show` and our tables' routes, runs the batches.
+ * Does not: touch rules at other preferences or tables outside the mark range, enable
+ * forwarding or change rp_filter (the host's setup; docs/dataplane-nftables.md says which).
  */
 import { spawn } from "node:child_process";
 import { PasslbError } from "../errors.ts";
-import type { Fam, NftState } from "./render/nft-state.ts";
+import {
+  deviceCommands,
+  encapRouteSpec,
+  type Forward,
+  lbDeviceList,
+  nodePath,
+  ROUTE_FORWARD,
+} from "./encap.ts";
+import { type Fam, MARK_BASE, type NftState } from "./render/nft-state.ts";
 
 export interface PolicyRoute {
   readonly family: Fam;
   readonly mark: number;
+  /** the node's address */
   readonly via: string;
+  /** present when the node is reached through the tunnel: its VIPs (host addresses of the
+   * family, sorted) and the route text after each destination */
+  readonly encap?: { readonly vips: readonly string[]; readonly spec: string };
+}
+
+/** One route the kernel must hold in one of our tables. `dst` as `ip -j route show` prints
+ * it: `default`, or a host address without `/32` / `/128`. */
+export interface KernelRoute {
+  readonly family: Fam;
+  readonly table: number;
+  readonly dst: string;
+  /** after the destination, as passed to `ip route replace DST …` */
+  readonly spec: string;
 }
 
 export interface RouteApplier {
@@ -29,11 +60,42 @@ export interface RouteApplier {
 /** Rule preference of passlb's policy rules: before `main` (32766), after `local` (0). */
 export const RULE_PREF = 3100;
 
-export function policyRoutesOf(state: NftState): PolicyRoute[] {
+export function policyRoutesOf(state: NftState, forward: Forward = ROUTE_FORWARD): PolicyRoute[] {
   const out: PolicyRoute[] = [];
-  for (const family of [4, 6] as const)
-    for (const [mark, via] of state.sets.get(`nexthops${family}`)?.elements ?? [])
-      out.push({ family, mark: Number(mark) >>> 0, via });
+  for (const family of [4, 6] as const) {
+    const hops = state.sets.get(`nexthops${family}`)?.elements;
+    if (!hops) continue;
+    let vips: string[] | undefined;
+    for (const [mark, via] of hops) {
+      const route: PolicyRoute = { family, mark: Number(mark) >>> 0, via };
+      if (forward.mode === "encap" && nodePath(forward, via) === "encap") {
+        vips ??= vipsOf(state, family);
+        out.push({ ...route, encap: { vips, spec: encapRouteSpec(forward.encap, family, via) } });
+      } else out.push(route);
+    }
+  }
+  return out;
+}
+
+/** The VIPs of a family, read from the dispatch map's keys (`VIP . proto . port`). */
+export function vipsOf(state: NftState, family: Fam): string[] {
+  const vips = new Set<string>();
+  for (const key of state.sets.get(`dispatch${family}`)?.elements.keys() ?? []) {
+    const vip = key.split(" . ")[0];
+    if (vip) vips.add(vip);
+  }
+  return [...vips].sort();
+}
+
+/** The rows the kernel must hold for these routes (the structure a drift check compares). */
+export function kernelRoutesOf(routes: readonly PolicyRoute[]): KernelRoute[] {
+  const out: KernelRoute[] = [];
+  for (const r of routes) {
+    if (!r.encap) out.push({ family: r.family, table: r.mark, dst: "default", spec: `via ${r.via}` });
+    else
+      for (const vip of r.encap.vips)
+        out.push({ family: r.family, table: r.mark, dst: vip, spec: r.encap.spec });
+  }
   return out;
 }
 
@@ -42,11 +104,18 @@ export interface ExistingRule {
   readonly table: number;
 }
 
+/** A route found in one of our tables. */
+export interface ExistingRoute {
+  readonly table: number;
+  readonly dst: string;
+}
+
 export function routeCommands(
   family: Fam,
   existing: readonly ExistingRule[],
   wanted: readonly PolicyRoute[],
   pref = RULE_PREF,
+  existingRoutes: readonly ExistingRoute[] = [],
 ): string[] {
   const want = wanted.filter((r) => r.family === family);
   const wantMarks = new Set(want.map((r) => r.mark));
@@ -60,10 +129,16 @@ export function routeCommands(
     out.push(`rule del pref ${pref} fwmark 0x${r.mark.toString(16)} table ${r.table}`);
     if (!wantMarks.has(r.table)) out.push(`route flush table ${r.table}`);
   }
-  for (const r of want) {
-    out.push(`route replace default via ${r.via} table ${r.mark}`);
+  const rows = kernelRoutesOf(want);
+  // routes left over in a wanted table (a VIP gone, a node moved between paths) go first:
+  // the packets of that node then meet only routes that are meant
+  const keep = new Set(rows.map((k) => `${k.table} ${k.dst}`));
+  for (const r of existingRoutes)
+    if (wantMarks.has(r.table) && !keep.has(`${r.table} ${r.dst}`))
+      out.push(`route del ${r.dst} table ${r.table}`);
+  for (const k of rows) out.push(`route replace ${k.dst} ${k.spec} table ${k.table}`);
+  for (const r of want)
     if (!have.has(r.mark)) out.push(`rule add pref ${pref} fwmark 0x${r.mark.toString(16)} table ${r.mark}`);
-  }
   return out;
 }
 
@@ -79,11 +154,56 @@ export function parseRules(json: string, pref = RULE_PREF): ExistingRule[] {
     .map((r) => ({ mark: Number(r.fwmark) >>> 0, table: Number(r.table) >>> 0 }));
 }
 
-export function createPolicyRoutes(options: { netns?: string; pref?: number } = {}): RouteApplier {
-  const pref = options.pref ?? RULE_PREF;
-  const run = (args: string[], input?: string) =>
-    new Promise<{ code: number | null; stdout: string; stderr: string; error?: Error }>((resolve) => {
-      const argv = options.netns ? ["netns", "exec", options.netns, "ip", ...args] : args;
+const ROUTE_TYPES = new Set([
+  "unicast",
+  "local",
+  "broadcast",
+  "multicast",
+  "throw",
+  "unreachable",
+  "prohibit",
+  "blackhole",
+  "nat",
+  "anycast",
+]);
+
+/**
+ * Parses `ip route show table all` (text) into the routes of tables in the node-mark range.
+ * Text, not `-j`: iproute2's JSON prints a lightweight-tunnel route's encap destination
+ * under the same `dst` key as the route's own destination (two `dst` keys in one object;
+ * a JSON parser keeps the last), so the route's destination is lost there.
+ */
+export function parseRoutes(text: string): ExistingRoute[] {
+  const out: ExistingRoute[] = [];
+  for (const line of text.split("\n")) {
+    const words = line.trim().split(/\s+/);
+    const t = words.indexOf("table");
+    if (t < 0) continue;
+    const table = Number(words[t + 1]) >>> 0;
+    if (!/^[0-9]+$/.test(words[t + 1] ?? "") || (table & 0xff000000) >>> 0 !== MARK_BASE) continue;
+    const dst = ROUTE_TYPES.has(words[0] ?? "") ? words[1] : words[0];
+    if (dst) out.push({ table, dst });
+  }
+  return out;
+}
+
+export interface PolicyRouteOptions {
+  readonly netns?: string;
+  readonly pref?: number;
+  /** encap: the tunnel devices are created (or raised) before every route sync */
+  readonly forward?: Forward;
+}
+
+type Run = (
+  args: readonly string[],
+  input?: string,
+) => Promise<{ code: number | null; stdout: string; stderr: string; error?: Error }>;
+
+/** `ip` in the host or in a namespace (tests); resolves with the exit code, never rejects. */
+export function ipRunner(netns?: string): Run {
+  return (args, input) =>
+    new Promise((resolve) => {
+      const argv = netns ? ["netns", "exec", netns, "ip", ...args] : [...args];
       const child = spawn("ip", argv, { stdio: ["pipe", "pipe", "pipe"] });
       let stdout = "";
       let stderr = "";
@@ -103,8 +223,15 @@ export function createPolicyRoutes(options: { netns?: string; pref?: number } = 
       child.stdin.on("error", () => {});
       child.stdin.end(input ?? "");
     });
+}
+
+export function createPolicyRoutes(options: PolicyRouteOptions = {}): RouteApplier {
+  const pref = options.pref ?? RULE_PREF;
+  const forward = options.forward ?? ROUTE_FORWARD;
+  const run = ipRunner(options.netns);
   return {
     async sync(routes) {
+      if (forward.mode === "encap" && routes.some((r) => r.encap)) await ensureDevices(run, forward);
       for (const family of [4, 6] as const) {
         const listed = await run([`-${family}`, "-j", "rule", "show"]);
         if (listed.error || listed.code !== 0)
@@ -112,7 +239,19 @@ export function createPolicyRoutes(options: { netns?: string; pref?: number } = 
             "route_failed",
             `ip rule show failed: ${listed.error?.message ?? listed.stderr}`,
           );
-        const lines = routeCommands(family, parseRules(listed.stdout, pref), routes, pref);
+        const tables = await run([`-${family}`, "route", "show", "table", "all"]);
+        if (tables.error || tables.code !== 0)
+          throw new PasslbError(
+            "route_failed",
+            `ip route show table all failed: ${tables.error?.message ?? tables.stderr}`,
+          );
+        const lines = routeCommands(
+          family,
+          parseRules(listed.stdout, pref),
+          routes,
+          pref,
+          parseRoutes(tables.stdout),
+        );
         if (lines.length === 0) continue;
         const r = await run([`-${family}`, "-force", "-batch", "-"], `${lines.join("\n")}\n`);
         if (r.code !== 0)
@@ -128,16 +267,57 @@ export function createPolicyRoutes(options: { netns?: string; pref?: number } = 
   };
 }
 
+/** Creates the tunnel devices that are missing, refuses a same-named device of another
+ * kind, and sets MTU and up on all (idempotent). */
+async function ensureDevices(run: Run, forward: Extract<Forward, { mode: "encap" }>): Promise<void> {
+  for (const d of lbDeviceList(forward.encap)) {
+    const shown = await run(["-d", "-j", "link", "show", "dev", d.name]);
+    const [add, raise] = deviceCommands(d);
+    if (shown.code !== 0) {
+      const r = await run(add!);
+      if (r.code !== 0)
+        throw new PasslbError(
+          "tunnel_failed",
+          `ip ${add!.join(" ")} failed: ${r.error?.message ?? r.stderr.trim()} (does this kernel have ${forward.encap.kind}?)`,
+          { details: { stderr: r.stderr.slice(0, 4000) } },
+        );
+    } else {
+      const kind = (JSON.parse(shown.stdout) as { linkinfo?: { info_kind?: string } }[])[0]?.linkinfo
+        ?.info_kind;
+      if (kind !== d.kernelKind)
+        throw new PasslbError(
+          "tunnel_failed",
+          `device ${d.name} exists as ${kind ?? "?"}, not ${d.kernelKind}`,
+        );
+    }
+    const r = await run(raise!);
+    if (r.code !== 0)
+      throw new PasslbError("tunnel_failed", `ip ${raise!.join(" ")} failed: ${r.stderr.trim()}`);
+  }
+}
+
 /** Same routes in the same order. */
 export function sameRoutes(a: readonly PolicyRoute[] | undefined, b: readonly PolicyRoute[]): boolean {
   if (!a || a.length !== b.length) return false;
-  return a.every((r, i) => r.mark === b[i]!.mark && r.via === b[i]!.via && r.family === b[i]!.family);
+  return a.every((r, i) => {
+    const o = b[i]!;
+    if (r.mark !== o.mark || r.via !== o.via || r.family !== o.family) return false;
+    if (!r.encap || !o.encap) return r.encap === o.encap;
+    return r.encap.spec === o.encap.spec && r.encap.vips.join() === o.encap.vips.join();
+  });
 }
 
-/** Both lists, one route per mark (b's wins): what must exist while moving from a to b. */
+/** Both lists, one route per mark (b's wins; the VIPs of both when both encapsulate the
+ * same way): what must exist while moving from a to b. */
 export function unionRoutes(a: readonly PolicyRoute[], b: readonly PolicyRoute[]): PolicyRoute[] {
   const byMark = new Map<number, PolicyRoute>();
   for (const r of a) byMark.set(r.mark, r);
-  for (const r of b) byMark.set(r.mark, r);
+  for (const r of b) {
+    const before = byMark.get(r.mark);
+    if (r.encap && before?.encap && before.encap.spec === r.encap.spec && before.via === r.via) {
+      const vips = [...new Set([...before.encap.vips, ...r.encap.vips])].sort();
+      byMark.set(r.mark, { ...r, encap: { vips, spec: r.encap.spec } });
+    } else byMark.set(r.mark, r);
+  }
   return [...byMark.values()];
 }

@@ -3,7 +3,9 @@
  * one line, `pod=<name> node=<node> client=<ip:port>` (the address the pod saw, so tests
  * can check whether the client address survived), then every byte received is echoed
  * back, so long-lived connections can be exercised. Every UDP datagram is answered with
- * the same line. Listens on all addresses of the pod's namespace, both families.
+ * the same line, except one that starts with `ECHO`, which comes back as it is (the lab
+ * client's `udp-size` mode: large datagrams both ways). Listens on all addresses of the
+ * pod's namespace, both families.
  *
  *   node --import tsx src/lab/echo-server.ts --name web-1 --node node-a1 --tcp 8080,9000 --udp 5353
  *
@@ -51,8 +53,12 @@ for (const port of ports(values.tcp)) {
 }
 for (const port of ports(values.udp)) {
   const socket = createSocket({ type: "udp6" });
-  socket.on("message", (_msg, from) =>
-    socket.send(greeting(from.address, from.port), from.port, from.address),
+  socket.on("message", (msg, from) =>
+    socket.send(
+      msg.subarray(0, 4).toString("latin1") === "ECHO" ? msg : greeting(from.address, from.port),
+      from.port,
+      from.address,
+    ),
   );
   socket.on("error", (e) => process.stderr.write(`echo-server: udp ${port}: ${e.message}\n`));
   sockets.push(socket);

@@ -57,6 +57,8 @@ const unlink = (h: LabHost, veth: string): Command => ["ip", "-n", h.ns, "link",
 
 export function labChangeCommands(running: LabLayout, change: LabChange): LabChangeCommands {
   const { layout, add } = change;
+  if (running.router || layout.router)
+    throw new Error("a lab with routed zones cannot grow or shrink yet: take it down and up again");
   const lb = layout.lb;
   // route removals: on the LB and every node that stays, for each removed pod of another node
   const gone = new Set(change.remove.nodes.map((n) => n.name));

@@ -13,6 +13,10 @@
  *   udp-pin one UDP socket bound to --source-port, a datagram every --interval ms for
  *           --duration ms (a resolver's or syslog client's fixed 5-tuple): when each answer
  *           came (wall-clock ms, to compare with the test's own clock) and from which pod.
+ *   bulk    one TCP connection that sends --bytes bytes and reads them all back (the echo):
+ *           that many bytes each way, the pod, the time taken;
+ *   udp-size --count datagrams of --size bytes from one socket, one at a time, each echoed
+ *           whole by the pod (`ECHO…`): how many came back, and their sizes.
  *
  * A lab process (run with `passlb lab exec CLIENT -- node --import tsx …` or by the e2e
  * tests); every loop is bounded in count and time.
@@ -33,6 +37,8 @@ const { values } = parseArgs({
     interval: { type: "string", default: "50" },
     connections: { type: "string", default: "4" },
     "source-port": { type: "string", default: "54321" },
+    bytes: { type: "string", default: "1048576" },
+    size: { type: "string", default: "1400" },
   },
 });
 
@@ -260,13 +266,95 @@ async function udpPin(host: string, port: number): Promise<object> {
   return { started, sent, answers, errors };
 }
 
+const MAX_BYTES = 256 * 1024 * 1024;
+
+async function bulk(host: string, port: number): Promise<object> {
+  const total = Math.min(Number(values.bytes), MAX_BYTES);
+  return new Promise((resolve) => {
+    const sock = connect({ host, port });
+    const started = Date.now();
+    let greeting: Greeting | undefined;
+    let head = "";
+    let received = 0;
+    let finished = false;
+    const finish = (error: string | undefined) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(deadline);
+      sock.destroy();
+      resolve({
+        ...greeting,
+        ok: error === undefined,
+        error,
+        sent: total,
+        received,
+        ms: Date.now() - started,
+      });
+    };
+    const deadline = setTimeout(() => finish("ETIMEDOUT"), MAX_DURATION_MS);
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    let sent = 0;
+    const pump = () => {
+      while (sent < total) {
+        const n = Math.min(chunk.length, total - sent);
+        sent += n;
+        if (!sock.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return sock.once("drain", pump);
+      }
+    };
+    sock.on("data", (d: Buffer) => {
+      if (!greeting) {
+        head += d.toString("latin1");
+        const nl = head.indexOf("\n");
+        if (nl < 0) return;
+        greeting = parseGreeting(head.slice(0, nl));
+        received += head.length - nl - 1;
+        pump();
+      } else received += d.length;
+      if (received >= total) finish(received === total ? undefined : "EBADMSG");
+    });
+    sock.on("error", (e) => finish(code(e)));
+    sock.on("close", () => finish("ECLOSED"));
+  });
+}
+
+async function udpSize(host: string, port: number): Promise<object> {
+  const n = Math.min(Number(values.count), 10_000);
+  const size = Math.max(4, Math.min(Number(values.size), 65_000));
+  const sock = createSocket(host.includes(":") ? "udp6" : "udp4");
+  const payload = Buffer.alloc(size, 0x62);
+  payload.write("ECHO", 0, "latin1");
+  const sizes: Record<string, number> = {};
+  let received = 0;
+  for (let i = 0; i < n; i++) {
+    const got = await new Promise<number | undefined>((resolve) => {
+      const timer = setTimeout(() => done(undefined), timeoutMs);
+      const onMessage = (msg: Buffer) => done(msg.length);
+      const done = (v: number | undefined) => {
+        clearTimeout(timer);
+        sock.off("message", onMessage);
+        resolve(v);
+      };
+      sock.on("message", onMessage);
+      sock.send(payload, port, host, (e) => e && done(undefined));
+    });
+    if (got !== undefined) {
+      received++;
+      bump(sizes, String(got));
+    }
+  }
+  sock.close();
+  return { sent: n, received, size, sizes };
+}
+
 const { host, port } = splitTarget(values.target);
 const modes: Record<string, (h: string, p: number) => Promise<object>> = {
   count,
   stream,
   hold,
   "udp-pin": udpPin,
+  bulk,
+  "udp-size": udpSize,
 };
 const run = modes[values.mode ?? ""];
-if (!run) throw new Error(`--mode ${values.mode}: expected count, stream, hold or udp-pin`);
+if (!run) throw new Error(`--mode ${values.mode}: expected count, stream, hold, udp-pin, bulk or udp-size`);
 process.stdout.write(`${JSON.stringify(await run(host, port))}\n`);

@@ -104,8 +104,9 @@ export function podLinkCommands(n: LabHost, p: LabPod): Command[] {
   ];
 }
 
-/** host `h` (the LB or another node) reaches pod `p` through its node `owner` */
-export function podRouteCommands(h: LabHost, owner: LabHost, p: LabPod): Command[] {
+/** host `h` (the LB or another node) reaches pod `p` through `owner` (its node, or the
+ * next router on the way: lab-router.ts podNextHop) */
+export function podRouteCommands(h: LabHost, owner: Pick<LabHost, "ipv4" | "ipv6">, p: LabPod): Command[] {
   return [
     ipn(h, "route", "add", `${p.ipv4}/32`, "via", owner.ipv4),
     ipn(h, "route", "add", `${p.ipv6}/128`, "via", owner.ipv6),

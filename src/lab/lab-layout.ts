@@ -39,9 +39,18 @@ import {
   zoneGatewayCommands,
 } from "./lab-host-commands.ts";
 import { type LabLbHost, labLbHosts, lbHostCommands } from "./lab-lb-hosts.ts";
+import {
+  podNextHop,
+  ROUTER_TRANSIT4,
+  ROUTER_TRANSIT6,
+  routedNodeAddress,
+  routedNodeLinkCommands,
+  routerCommands,
+  segmentToRoutedCommands,
+} from "./lab-router.ts";
 import { lbHostNames, type Topology, type TopologyPod } from "./topology.ts";
 
-export type HostRole = "lb" | "client" | "node" | "pod";
+export type HostRole = "lb" | "client" | "node" | "pod" | "router";
 
 export interface LabHost {
   readonly name: string;
@@ -66,8 +75,12 @@ export interface LabNode extends LabHost {
   readonly role: "node";
   readonly excludeFromLoadBalancers: boolean;
   readonly pods: readonly LabPod[];
-  /** the LB host's end of the node's veth, `plbn<i>` */
+  /** the uplink's end of the node's veth, `plbn<i>` (in the LB host, or the router for a routed zone) */
   readonly veth: string;
+  /** the namespace holding `veth`: the LB host's, or the router's */
+  readonly uplinkNs?: string;
+  /** on the LB host's segment (absent too), or in a routed zone's subnet behind the router */
+  readonly network?: "segment" | "routed";
 }
 
 export interface LabZone {
@@ -82,6 +95,8 @@ export interface LabLayout {
   readonly prefix: string;
   /** the LB host; with `lbHosts` ≥ 2 only the segments' router (lab-lb-hosts.ts) */
   readonly lb: LabHost;
+  /** the router in front of routed zones (lab-router.ts); absent without one */
+  readonly router?: LabHost;
   /** LB hosts on the shared client segment (empty in the classic lab) */
   readonly lbHosts: readonly LabLbHost[];
   /** the routed LB tier (lab-bgp.ts): the `lb` namespace runs FRR and the LB hosts peer with it */
@@ -145,6 +160,14 @@ export function labLayout(t: Topology): LabLayout {
   const pods: LabPod[] = [];
   let podIndex = 0;
   let nodeIndex = 0;
+  const router: LabHost | undefined = t.router && {
+    name: t.router.name,
+    role: "router",
+    ns: ns(t.router.name),
+    zone: undefined,
+    ipv4: ROUTER_TRANSIT4.router,
+    ipv6: ROUTER_TRANSIT6.router,
+  };
   t.zones.forEach((zone, z) => {
     zones.push(labZone(zone.name, z));
     zone.clients.forEach((c, i) => {
@@ -168,10 +191,12 @@ export function labLayout(t: Topology): LabLayout {
         role: "node",
         ns: ns(n.name),
         zone: zone.name,
-        ...nodeAddress(z, i),
+        ...(zone.network === "routed" ? routedNodeAddress(z, i) : nodeAddress(z, i)),
         excludeFromLoadBalancers: n.excludeFromLoadBalancers,
         pods: nodePods,
         veth: `plbn${nodeIndex++}`,
+        uplinkNs: zone.network === "routed" && router ? router.ns : lb.ns,
+        network: zone.network === "routed" ? "routed" : "segment",
       });
     });
   });
@@ -179,10 +204,12 @@ export function labLayout(t: Topology): LabLayout {
     throw new Error(`the lab has room for ${MAX_POD_SLOTS} pods (203.0.113.65-126), not ${podIndex}`);
   const lbHosts = labLbHosts(lbHostNames(t), ns);
   const sysctl = (h: LabHost, settings: readonly string[]) => sysctlCommand(h, ...settings);
+  const routedZones = t.zones.flatMap((z, i) => (z.network === "routed" ? [i] : []));
   return {
     name: t.name,
     prefix,
     lb,
+    ...(router && { router }),
     lbHosts,
     ...(t.bgp && { bgp: t.bgp }),
     zones,
@@ -190,7 +217,7 @@ export function labLayout(t: Topology): LabLayout {
     nodes,
     pods,
     commands: [
-      ...buildCommands(lb, zones, clients, nodes),
+      ...buildCommands(lb, zones, clients, nodes, router, routedZones),
       ...lbHostCommands(lb, lbHosts, clients, { clients: CLIENT_BRIDGE, nodes: NODE_BRIDGE }, sysctl, !t.bgp),
       ...(t.bgp ? labBgpCommands(lb, lbHosts, clients) : []),
     ],
@@ -202,11 +229,14 @@ function buildCommands(
   zones: readonly LabZone[],
   clients: readonly LabHost[],
   nodes: readonly LabNode[],
+  router: LabHost | undefined,
+  routedZones: readonly number[],
 ): Command[] {
   const cmds: Command[] = [];
   const ipn = (host: LabHost, ...args: string[]) => cmds.push(["ip", "-n", host.ns, ...args]);
   const pods = nodes.flatMap((n) => n.pods);
-  for (const h of [lb, ...clients, ...nodes, ...pods]) cmds.push(...hostInitCommands(h));
+  const routers = router ? [router] : [];
+  for (const h of [lb, ...routers, ...clients, ...nodes, ...pods]) cmds.push(...hostInitCommands(h));
   // ECMP routes (`passlb lab route VIP n1 n2`) spread flows by their ports, not only addresses
   cmds.push(
     sysctlCommand(
@@ -229,15 +259,41 @@ function buildCommands(
     const z = zones.findIndex((zone) => zone.name === c.zone);
     cmds.push(...clientLinkCommands(lb, c, z, `plbc${i}`));
   });
+  if (router) cmds.push(...routerCommands(lb, router, zones, routedZones));
   for (const n of nodes) {
-    cmds.push(...nodeLinkCommands(lb, n));
+    if (n.network === "routed" && router)
+      cmds.push(
+        ...routedNodeLinkCommands(
+          router,
+          n,
+          zones.findIndex((z) => z.name === n.zone),
+        ),
+      );
+    else cmds.push(...nodeLinkCommands(lb, n));
     for (const p of n.pods) cmds.push(...podLinkCommands(n, p));
   }
-  // Pod addresses are reachable from every node and from the LB, through their node.
-  for (const h of [lb, ...nodes])
+  if (router)
+    cmds.push(
+      ...segmentToRoutedCommands(
+        nodes.filter((n) => n.network !== "routed"),
+        routedZones,
+      ),
+    );
+  // Pod addresses are reachable from every node, the LB and the router, through their node
+  // (across the router: through the next router on the way).
+  const where = (h: LabHost) => {
+    if (h === lb) return { kind: "lb" as const };
+    if (h === router) return { kind: "router" as const };
+    const n = h as LabNode;
+    return n.network === "routed"
+      ? { kind: "routed" as const, zone: zones.findIndex((z) => z.name === n.zone) }
+      : { kind: "segment" as const };
+  };
+  for (const h of [lb, ...routers, ...nodes])
     for (const owner of nodes) {
       if (h === owner) continue;
-      for (const p of owner.pods) cmds.push(...podRouteCommands(h, owner, p));
+      const hop = router ? podNextHop(h, owner, where) : owner;
+      for (const p of owner.pods) cmds.push(...podRouteCommands(h, hop, p));
     }
   return cmds;
 }

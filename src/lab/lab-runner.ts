@@ -13,11 +13,11 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { labBgpLbArgs } from "./lab-bgp.ts";
 import { defaultStateRoot, readTopologyFile, writeLabManifests } from "./lab-files.ts";
+import { startLabRouter } from "./lab-frr.ts";
 import { procSysScript } from "./lab-host-commands.ts";
 import { type LabHost, type LabLayout, labPrefix } from "./lab-layout.ts";
 import { type LabLbHost, labPeers } from "./lab-lb-hosts.ts";
 import { agentArgs, echoArgs, type LabProcess, removeNamespaces, startLabProcess } from "./lab-processes.ts";
-import { startLabRouter } from "./lab-router.ts";
 import { compileLabScripts } from "./lab-scripts.ts";
 import {
   alive,
@@ -87,7 +87,7 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
       ],
       true,
     );
-  // a BGP lab's router: FRR in the `lb` namespace (lab-router.ts), up before the LB hosts peer
+  // a BGP lab's router: FRR in the `lb` namespace (lab-frr.ts), up before the LB hosts peer
   await startLabRouter(stateDir, layout);
   const processes: LabProcess[] = [];
   const state = (): LabState => ({ name: topology.name, stateDir, manifestsDir, layout, processes });
@@ -103,7 +103,12 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
   await waitFor("echo servers", () => echoLogs.every((l) => readText(l).includes(": ready,")), processes);
   log(`${layout.pods.length} echo servers ready`);
   if (options.agents ?? true) {
-    for (const n of layout.nodes) start("agent", n, agentArgs(n, manifestsDir, options.agentArgs ?? []));
+    for (const n of layout.nodes)
+      start(
+        "agent",
+        n,
+        agentArgs(n, manifestsDir, [...routedArgs(layout).agent, ...(options.agentArgs ?? [])]),
+      );
     await waitFor(
       "agents",
       () => layout.nodes.every((n) => hasTable(n.ns, "inet passlb-agent") || hasListener(n.ns, 10256)),
@@ -127,7 +132,14 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
     await waitFor("the LB hosts", () => layout.lbHosts.every((h) => hasAnyTable(h.ns)), processes);
     log(`${layout.lbHosts.length} LB hosts running`);
   } else if (options.lb ?? true) {
-    start("lb", layout.lb, ["bin/passlb.js", "lb", "-f", manifestsDir, ...(options.lbArgs ?? [])]);
+    start("lb", layout.lb, [
+      "bin/passlb.js",
+      "lb",
+      "-f",
+      manifestsDir,
+      ...routedArgs(layout).lb,
+      ...(options.lbArgs ?? []),
+    ]);
     await waitFor("the LB", () => hasAnyTable(layout.lb.ns), processes);
     log("LB running");
   }
@@ -206,6 +218,19 @@ export function labExec(
     ...(input === undefined ? {} : { input }),
   });
   return { status: r.status ?? 1, stdout: r.stdout ?? "", stderr: r.stderr ?? r.error?.message ?? "" };
+}
+
+/**
+ * A lab with routed zones (docs/lab.md "Routed zones"): the LB encapsulates (VXLAN-GPE, the
+ * one kind every kernel here has) to every node outside the node segment's /26 and /64, and
+ * every agent decapsulates. Given first, so flags of the caller's (another `--encap`) win.
+ */
+export function routedArgs(layout: LabLayout): { lb: string[]; agent: string[] } {
+  if (!layout.router) return { lb: [], agent: [] };
+  return {
+    lb: ["--forward=encap", "--encap=vxlan-gpe", "--direct=198.51.100.0/26", "--direct=fd00:198:51:100::/64"],
+    agent: ["--decap=vxlan-gpe"],
+  };
 }
 
 /**

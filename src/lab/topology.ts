@@ -37,6 +37,12 @@ const NodeSchema = z.strictObject({
 
 const ZoneSchema = z.strictObject({
   name,
+  /**
+   * where the zone's nodes sit: `segment` (default) on the LB host's node segment; `routed`
+   * in a subnet of their own behind the router (docs/lab.md "Routed zones"): the LB host has
+   * no L2 path to them and reaches them by encapsulation (issue 21)
+   */
+  network: z.enum(["segment", "routed"]).optional(),
   clients: z.array(name).default([]),
   nodes: z.array(NodeSchema).max(9).default([]),
 });
@@ -70,6 +76,12 @@ export const TopologySchema = z.strictObject({
       holdSeconds: z.number().int().min(3).max(65535).default(9),
     })
     .optional(),
+  /**
+   * a router namespace between the LB host and the `routed` zones (docs/lab.md "Routed
+   * zones"); it also sits on the client segment, so replies from routed nodes reach clients
+   * without passing the LB host. A reusable part of the lab (a BGP speaker may run there).
+   */
+  router: z.strictObject({ name: name.default("router") }).optional(),
   zones: z.array(ZoneSchema).min(1).max(4),
 });
 
@@ -89,10 +101,20 @@ export function parseTopology(text: string): TopologyRead {
       ok: false,
       problems: parsed.error.issues.map((i) => `${i.path.join(".") || "(top)"}: ${i.message}`),
     };
-  const problems = duplicateNames(parsed.data);
+  const problems = [...duplicateNames(parsed.data), ...routerProblems(parsed.data)];
   if (parsed.data.bgp && (parsed.data.lbHosts ?? 1) < 2)
     problems.push("bgp: needs lbHosts 2 or more (the LB hosts that peer with the router)");
   return problems.length > 0 ? { ok: false, problems } : { ok: true, topology: parsed.data };
+}
+
+function routerProblems(t: Topology): string[] {
+  const problems: string[] = [];
+  t.zones.forEach((z, i) => {
+    if (z.network === "routed" && !t.router)
+      problems.push(`zones.${i}.network: routed needs a router (add \`router: {}\`)`);
+  });
+  if (t.router && (t.lbHosts ?? 1) > 1) problems.push("router: not supported together with lbHosts ≥ 2 yet");
+  return problems;
 }
 
 /** Hosts share one namespace-name space; pods share one per Kubernetes namespace. */
@@ -105,6 +127,7 @@ function duplicateNames(t: Topology): string[] {
     hosts.add(n);
   };
   host(t.lb.name);
+  if (t.router) host(t.router.name);
   for (const h of lbHostNames(t)) host(h);
   for (const z of t.zones) {
     for (const c of z.clients) host(c);

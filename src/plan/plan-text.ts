@@ -9,6 +9,9 @@ import type { SkippedService } from "./planner.ts";
 
 export interface PlanTextOptions {
   readonly explain: boolean;
+  /** per Service, node → how the LB host reaches it (`route`, `encap vxlan-gpe:4790`);
+   * shown after each member when given (`passlb plan --forward encap`) */
+  readonly paths?: (service: string) => ReadonlyMap<string, string> | undefined;
 }
 
 const SEVERITY_MARK: Record<PlanIssue["severity"], string> = {
@@ -26,11 +29,12 @@ function healthLine(h: HealthCheck): string {
   );
 }
 
-function memberLine(b: Backend, explain: boolean): string {
+function memberLine(b: Backend, explain: boolean, path?: string): string {
   const address = [b.addresses.IPv4, b.addresses.IPv6].filter(Boolean).join(", ");
   const endpoints = b.localReadyEndpoints === null ? "" : `, ${b.localReadyEndpoints} ready endpoint(s)`;
   const unready = b.ready ? "" : "  (node not Ready)";
-  const line = `      ${b.node.padEnd(20)} ${address.padEnd(28)} weight ${b.weight}${endpoints}${unready}`;
+  const via = path === undefined ? "" : `, path ${path}`;
+  const line = `      ${b.node.padEnd(20)} ${address.padEnd(28)} weight ${b.weight}${endpoints}${via}${unready}`;
   return explain ? `${line}\n        why: ${b.explanation}` : line;
 }
 
@@ -73,7 +77,8 @@ export function renderPlansText(
     }
     for (const [zone, list] of zones) {
       out.push(`    ${zone === "" ? "(no zone)" : zone}: ${list.length}`);
-      for (const b of list) out.push(memberLine(b, options.explain));
+      const paths = options.paths?.(plan.service);
+      for (const b of list) out.push(memberLine(b, options.explain, paths?.get(b.node)));
     }
     const excluded = all.filter((b) => !b.included);
     if (options.explain) {

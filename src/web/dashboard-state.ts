@@ -15,6 +15,7 @@
  */
 
 import type { KubeApiReport } from "../cluster/kube-api-health.ts";
+import { type Forward, memberPaths } from "../dataplane/encap.ts";
 import type { HealthLookup, ListenerForwarding, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import { NO_BACKEND, slotShares } from "../dataplane/maglev.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
@@ -56,6 +57,8 @@ export interface DashboardInput {
   readonly kubeApi?: KubeApiReport;
   /** VIP announcement, when the process announces (passlb lb --announce bgp) */
   readonly announce?: DashboardAnnounce;
+  /** an LB host's forwarding mode (issue 21): each node then shows its path */
+  readonly forward?: Forward;
 }
 
 /** How this host announces its VIPs and what the speaker reports (docs/vip-announce.md). */
@@ -86,6 +89,8 @@ export interface DashboardNode {
   readonly connectionShare: number;
   /** 0..1 of the first listener's Maglev slots */
   readonly slotShare: number;
+  /** how the LB host reaches the node: `route` or `encap <kind>[:port]` (LB hosts only) */
+  readonly path?: string;
 }
 
 export interface DashboardListener {
@@ -196,6 +201,7 @@ function serviceView(fw: ServiceForwarding, input: DashboardInput): DashboardSer
   const total = states.reduce((sum, b) => sum + (counts.get(b.node) ?? 0), 0);
   const listeners = fw.listeners.map((l) => listenerView(fw, l, index));
   const first = listeners[0];
+  const paths = input.forward ? memberPaths(input.forward, plan.members) : undefined;
   const nodes = states.map(
     (b, i): DashboardNode => ({
       node: b.node,
@@ -207,6 +213,7 @@ function serviceView(fw: ServiceForwarding, input: DashboardInput): DashboardSer
       connections: counts.get(b.node) ?? 0,
       connectionShare: total === 0 ? 0 : round((counts.get(b.node) ?? 0) / total),
       slotShare: first?.maglev.slotShares[i] ?? 0,
+      ...(paths?.has(b.node) && { path: paths.get(b.node)! }),
     }),
   );
   return {

@@ -25,6 +25,7 @@
  */
 
 import type { KubeApiReport } from "../cluster/kube-api-health.ts";
+import type { Forward } from "../dataplane/encap.ts";
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
@@ -86,6 +87,13 @@ export class Observer {
 
   get logger(): Logger {
     return this.#o.logger;
+  }
+
+  #forward: Forward | undefined;
+
+  /** An LB host's forwarding mode: the dashboard then shows each node's path. */
+  forwardMode(forward: Forward): void {
+    this.#forward = forward;
   }
 
   forwarding(forwarding: readonly ServiceForwarding[], health?: HealthLookup): void {
@@ -258,6 +266,7 @@ export class Observer {
       issues: [...this.#issues.values()],
       ...(this.#kubeApi && { kubeApi: this.#kubeApi() }),
       ...(this.#announce && { announce: this.#announce() }),
+      ...(this.#forward && { forward: this.#forward }),
     });
   }
 }

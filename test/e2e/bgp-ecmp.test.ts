@@ -27,7 +27,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
 import { kernelTableSize } from "../../src/dataplane/render/kernel-table-size.ts";
-import { labRouterUnavailable, routerNextHops } from "../../src/lab/lab-router.ts";
+import { labRouterUnavailable, routerNextHops } from "../../src/lab/lab-frr.ts";
 import { planSnapshot } from "../../src/plan/planner.ts";
 import { type Lab, labUnavailable, sleep, startLab } from "./lab-harness.ts";
 

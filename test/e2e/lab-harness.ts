@@ -65,7 +65,14 @@ export class Lab {
 
   host(name: string) {
     const l = this.state.layout;
-    const h = [l.lb, ...(l.lbHosts ?? []), ...l.clients, ...l.nodes, ...l.pods].find((x) => x.name === name);
+    const h = [
+      l.lb,
+      ...(l.router ? [l.router] : []),
+      ...(l.lbHosts ?? []),
+      ...l.clients,
+      ...l.nodes,
+      ...l.pods,
+    ].find((x) => x.name === name);
     if (!h) throw new Error(`no host ${name}`);
     return h;
   }
@@ -115,8 +122,15 @@ export class Lab {
 
   /** Takes the link between the LB host's bridge and a node down (or up again). */
   link(node: string, up: boolean): void {
-    const veth = this.state.layout.nodes.find((n) => n.name === node)?.veth ?? "";
-    const r = spawnSync("ip", ["-n", this.state.layout.lb.ns, "link", "set", veth, up ? "up" : "down"]);
+    const n = this.state.layout.nodes.find((x) => x.name === node);
+    const r = spawnSync("ip", [
+      "-n",
+      n?.uplinkNs ?? this.state.layout.lb.ns,
+      "link",
+      "set",
+      n?.veth ?? "",
+      up ? "up" : "down",
+    ]);
     if (r.status !== 0) throw new Error(`link ${node}: ${r.stderr}`);
   }
 
@@ -149,7 +163,7 @@ export class Lab {
 export async function startLab(
   t: TestContext,
   fixture: string,
-  options: { prefix: string; lb?: boolean },
+  options: { prefix: string; lb?: boolean; lbArgs?: readonly string[]; agentArgs?: readonly string[] },
 ): Promise<Lab> {
   const fixturePath = resolve(REPO_ROOT, fixture);
   const raw = parse(readFileSync(fixturePath, "utf8")) as { name: string; services: string[] };
@@ -164,8 +178,8 @@ export async function startLab(
     repoRoot: REPO_ROOT,
     agents: true,
     lb: options.lb ?? false,
-    agentArgs: ["--dataplane=nftables", "--sync-period=5"],
-    lbArgs: ["--dataplane=nftables"],
+    agentArgs: ["--dataplane=nftables", "--sync-period=5", ...(options.agentArgs ?? [])],
+    lbArgs: ["--dataplane=nftables", ...(options.lbArgs ?? [])],
   };
   t.after(async () => {
     // PASSLB_KEEP_LAB=1 leaves the lab up for a look (then: passlb lab down -f …)

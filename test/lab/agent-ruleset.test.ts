@@ -112,6 +112,23 @@ test("nft --check accepts every golden ruleset (root with nft only)", async (t) 
   assert.equal(listed.trim(), "table inet passlb-agent");
 });
 
+test("behind encapsulation: VIP SYN-ACKs get the clamped MSS, and nft --check accepts it", async (t) => {
+  const snap = await snapshot();
+  const text = agentRuleset(agentRulesFromSnapshot(snap, "node-a1"), { mss: { 4: 1424, 6: 1384 } });
+  assertGolden(`${FIXTURES}/node-a1.mss.golden.nft`, text);
+  assert.match(
+    text,
+    /ct direction reply ct original ip daddr @vips4 tcp flags & \(syn \| ack\) == syn \| ack tcp option maxseg size > 1424 tcp option maxseg size set 1424/,
+  );
+  const why = rootWithNft();
+  if (why) return t.skip(why);
+  const ns = `plbchkm${process.pid}`;
+  execFileSync("ip", ["netns", "add", ns]);
+  t.after(() => spawnSync("ip", ["netns", "del", ns]));
+  const r = spawnSync("ip", ["netns", "exec", ns, "nft", "--check", "-f", "-"], { input: text });
+  assert.equal(r.status, 0, String(r.stderr));
+});
+
 function rootWithNft(): string | undefined {
   if (process.getuid?.() !== 0) return "needs root and nft: not running as root";
   for (const cmd of ["nft", "ip"])

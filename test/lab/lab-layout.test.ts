@@ -122,3 +122,48 @@ test("topology mistakes are reported with their field", () => {
   );
   assert.deepEqual(dup, { ok: false, problems: ["host name n1 is used twice"] });
 });
+
+test("routed zones: nodes behind the router in subnets of their own, documentation addresses only", () => {
+  const layout = labLayout(topologyOf("test/fixtures/lab/encap/topology.yaml"));
+  assertGolden(
+    "test/fixtures/lab/layout/encap-commands.golden.txt",
+    `${layout.commands.map((c) => c.join(" ")).join("\n")}\n`,
+  );
+  const allowed = /^(192\.0\.2\.|198\.51\.100\.|203\.0\.113\.|fd00:|fe80::1(\/64)?$|::\/0$)/;
+  for (const c of layout.commands)
+    for (const word of c)
+      if (/^[0-9a-f:.]+(\/\d+)?$/.test(word) && (word.includes(".") || word.includes(":")) && word.length > 3)
+        assert.match(word, allowed, `${c.join(" ")}`);
+  assert.equal(layout.router?.ns, "plb-encap-encap-router");
+  assert.deepEqual(
+    layout.nodes.map((n) => [n.name, n.network, n.ipv4, n.ipv6, n.uplinkNs]),
+    [
+      ["node-a1", "routed", "198.51.100.65", "fd00:198:51:101::1", "plb-encap-encap-router"],
+      ["node-a2", "routed", "198.51.100.66", "fd00:198:51:101::2", "plb-encap-encap-router"],
+      ["node-b1", "routed", "198.51.100.81", "fd00:198:51:102::1", "plb-encap-encap-router"],
+      ["node-c1", "segment", "198.51.100.31", "fd00:198:51:100::31", "plb-encap-lb"],
+    ],
+  );
+  const line = (c: readonly string[]) => c.join(" ");
+  const all = layout.commands.map(line);
+  // no L2 path: routed nodes' veths end in the router, never on the LB host's bridge
+  assert.ok(!all.some((l) => /^ip -n plb-encap-lb link add plbn[0-2] /.test(l)));
+  assert.ok(all.includes("ip -n plb-encap-lb route add 198.51.100.64/28 via 198.51.100.130"));
+  // the LB host reaches a routed node's pod through the router, the router through the node
+  assert.ok(all.includes("ip -n plb-encap-lb route add 203.0.113.65/32 via 198.51.100.130"));
+  assert.ok(all.includes("ip -n plb-encap-encap-router route add 203.0.113.65/32 via 198.51.100.65"));
+  // the segment node reaches the routed subnets (inside its on-link /24) through the LB host
+  assert.ok(all.includes("ip -n plb-encap-node-c1 route add 198.51.100.64/28 via 198.51.100.1"));
+});
+
+test("routed zones need a router", () => {
+  const read = parseTopology(
+    "name: x\nservices: [s.yaml]\nzones:\n  - name: z\n    network: routed\n    nodes: [{ name: n1 }]\n",
+  );
+  assert.deepEqual(read, {
+    ok: false,
+    problems: ["zones.0.network: routed needs a router (add `router: {}`)"],
+  });
+  const two = parseTopology("name: x\nservices: [s.yaml]\nlbHosts: 2\nrouter: {}\nzones:\n  - name: z\n");
+  assert.deepEqual(two, { ok: false, problems: ["router: not supported together with lbHosts ≥ 2 yet"] });
+});

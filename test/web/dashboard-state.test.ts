@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { forwardFromFlags } from "../../src/dataplane/encap.ts";
 import { type MemberHealth, serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
 import { type DashboardInput, dashboardState, STRIP_CELLS } from "../../src/web/dashboard-state.ts";
 import { assertGolden } from "../golden.ts";
@@ -76,4 +77,32 @@ test("a healthy pair splits the strip about evenly, in runs", () => {
   assert.equal(cells.has(-1), false);
   for (const n of cells.values()) assert.ok(n > l.maglev.cells * 0.35, `each node has a fair part: ${n}`);
   assert.ok(l.maglev.strip.length > 10, "Maglev interleaves owners");
+});
+
+test("on an LB host with --forward encap each node says how it is reached", () => {
+  const base = input();
+  const members = base.forwarding.flatMap((f) => f.plan.members);
+  const first = members[0]!;
+  const prefix = `${first.addresses.IPv4}/32`;
+  const forward = forwardFromFlags({ forward: "encap", direct: [prefix] });
+  assert.ok(typeof forward !== "string");
+  const state = dashboardState({ ...base, forward });
+  let seen = 0;
+  for (const s of state.services) {
+    const member = new Set(
+      base.forwarding.find((f) => f.plan.service === s.service)!.plan.members.map((m) => m.node),
+    );
+    for (const n of s.nodes) {
+      if (!member.has(n.node)) continue;
+      seen++;
+      assert.equal(
+        n.path,
+        n.node === first.node ? "route" : "encap vxlan-gpe:4790",
+        `${s.service} ${n.node}`,
+      );
+    }
+  }
+  assert.ok(seen > 1);
+  // without a forwarding mode (passlb up, agents) there is no path field
+  assert.ok(dashboardState(base).services.every((s) => s.nodes.every((n) => n.path === undefined)));
 });

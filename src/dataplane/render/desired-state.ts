@@ -57,6 +57,15 @@ export interface DesiredInput {
   readonly previous: NftState;
   /** memo across passes: optional, never changes the result */
   readonly cache?: DesiredCache;
+  /**
+   * replies bypass this host (direct server return through encapsulation, issue 21): the
+   * `untrack` chain leaves a VIP's TCP SYN untracked, so the client's first ACK — after a
+   * SYN-ACK this host never sees — is picked up by conntrack as an established flow
+   * (nf_conntrack_tcp_loose, default 1) instead of being judged invalid against a SYN_SENT
+   * entry (nf_conntrack_proto_tcp.c: "sSS -> sIV ACK is invalid: we haven't seen a SYN/ACK
+   * yet"). Established flows then keep their node through table changes, as on one segment.
+   */
+  readonly dsr?: boolean;
 }
 
 export interface DesiredUpdate {
@@ -72,6 +81,8 @@ export interface DesiredCache {
 export const createDesiredCache = (): DesiredCache => ({ base: undefined, slotMemo: new WeakMap() });
 
 export const PREROUTING_BASE = "type filter hook prerouting priority mangle; policy accept;";
+/** before conntrack (−200): the DSR SYN `notrack` chain */
+export const UNTRACK_BASE = "type filter hook prerouting priority raw; policy accept;";
 /** after the mark is set (mangle is −150); numeric, as the kernel prints it back */
 export const COUNT_BASE = "type filter hook prerouting priority -140; policy accept;";
 
@@ -80,6 +91,7 @@ interface Base {
   readonly table: string;
   readonly seed: number;
   readonly zonesKey: string;
+  readonly dsr: boolean;
   readonly zoneSet: Map<string, string>;
   readonly services: Map<string, { forwarding: ServiceForwarding; part: ServicePart }>;
   readonly addresses: ReturnType<typeof createNodeAddressBook>;
@@ -107,6 +119,7 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     cached.output === input.previous &&
     cached.table === input.table &&
     cached.seed === input.seed &&
+    cached.dsr === (input.dsr ?? false) &&
     cached.zonesKey === zonesKey;
   const base = reuse ? cached : freshBase(input, zonesKey);
   if (reuse) {
@@ -210,8 +223,10 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
       touchedChains.add(c.name);
     }
   for (const fam of FAMS) if (dispatchOut[fam].size > 0) dispatchTouched.add(fam);
-  for (const fam of dispatchTouched)
+  for (const fam of dispatchTouched) {
     putSet(base, dispatchSet(fam, base.dispatch[fam], input.previous), touchedSets);
+    if (base.dsr) putSet(base, dsrSet(fam, base.dispatch[fam], input.previous), touchedSets);
+  }
 
   const counters = new Set([...marks.counters, ...base.serviceCounters.keys()]);
   if (!sameSet(counters, base.counters)) base.counters = counters;
@@ -230,6 +245,22 @@ function putSet(base: Base, s: NftSet, touched: Set<string>): void {
   if (base.sets.get(s.name) === s) return;
   base.sets.set(s.name, s);
   touched.add(s.name);
+}
+
+/** the TCP listeners of a family as `VIP . port` (the `untrack` chain's set) */
+function dsrSet(fam: Fam, dispatch: ReadonlyMap<string, string>, previous: NftState): NftSet {
+  const elements = new Map<string, string>();
+  for (const key of [...dispatch.keys()].sort()) {
+    const [vip, proto, port] = key.split(" . ");
+    if (proto === "tcp") elements.set(`${vip} . ${port}`, "");
+  }
+  const s: NftSet = {
+    name: `dsr${fam}`,
+    decl: `type ${fam === 4 ? "ipv4_addr" : "ipv6_addr"} . inet_service;`,
+    isMap: false,
+    elements,
+  };
+  return keepIfEqual(previous.sets.get(s.name), s);
 }
 
 function dispatchSet(fam: Fam, elements: ReadonlyMap<string, string>, previous: NftState): NftSet {
@@ -260,6 +291,19 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
   }
   for (const fam of FAMS) sets.set(`dispatch${fam}`, dispatchSet(fam, new Map(), input.previous));
   const chains = new Map<string, NftChain>();
+  if (input.dsr) {
+    for (const fam of FAMS) sets.set(`dsr${fam}`, dsrSet(fam, new Map(), input.previous));
+    chains.set(
+      "untrack",
+      chainOf(
+        "untrack",
+        FAMS.map(
+          (fam) => `tcp flags & (syn | ack) == syn ${ipKey(fam)} daddr . tcp dport @dsr${fam} notrack`,
+        ),
+        UNTRACK_BASE,
+      ),
+    );
+  }
   chains.set(
     "prerouting",
     chainOf(
@@ -274,6 +318,7 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
     table: input.table,
     seed: input.seed,
     zonesKey,
+    dsr: input.dsr ?? false,
     zoneSet,
     services: new Map(),
     addresses: createNodeAddressBook(),
