@@ -73,7 +73,8 @@ async function withCluster<T>(
     return await body({ api, env, dir });
   } finally {
     await api.close();
-    rmSync(dir, { recursive: true, force: true });
+    // kubectl may still be writing its discovery cache there: retry on ENOTEMPTY
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 }
 
