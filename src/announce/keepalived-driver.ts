@@ -1,0 +1,401 @@
+/**
+ * Adapter: the keepalived engine behind the `Announcer` interface (announcer.ts;
+ * docs/vip-announce.md "The keepalived engine", "Supervision"). It renders the
+ * configuration (keepalived-config.ts, pure), writes it and the track files under
+ * `stateDir`, runs keepalived in the foreground with its own pid files, reloads it with
+ * SIGHUP only when the rendered configuration changed, reads its state transitions from
+ * the notify FIFO (parsed by keepalived-state.ts) and supervises it:
+ *
+ *   - keepalived dies (SIGKILL, OOM): it leaves its VIP addresses on the interface, where the
+ *     kernel would go on answering ARP beside the peer that takes over. The driver removes
+ *     them at once, then starts keepalived again (1 s, doubling to 30 s while it keeps dying);
+ *     the restarted keepalived starts in BACKUP and takes its instances back by preemption.
+ *   - this process dies and keepalived runs on: keepalived keeps answering, the kernel keeps
+ *     forwarding with the last table (the same on every LB host), so nothing moves. The next
+ *     `passlb lb` adopts it (pid file + /proc cmdline naming our configuration), re-renders,
+ *     and reloads only if something changed.
+ *   - graceful stop: every track file gets the not-ready penalty, so each peer that is ready
+ *     outranks this host and preempts; once no instance here is MASTER (or `handoverMs`
+ *     passed) keepalived gets SIGTERM, which sends priority-0 adverts for what it still held
+ *     (RFC 5798 §6.4.3) and removes its addresses.
+ *
+ * Does not decide readiness or priorities; files and processes only.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { rename, writeFile } from "node:fs/promises";
+import { Socket } from "node:net";
+import { join } from "node:path";
+import type {
+  AnnounceInput,
+  Announcer,
+  AnnouncerEvent,
+  AnnouncerStatus,
+  EngineState,
+  PeerAddresses,
+  VipReadiness,
+} from "./announcer.ts";
+import { NOT_READY_PENALTY, type KeepalivedInstance, renderKeepalived } from "./keepalived-config.ts";
+import { announcerStatus, type InstanceState, parseNotifyLine, stateFromAddresses } from "./keepalived-state.ts";
+import type { VipAddresses } from "./vip-addresses.ts";
+
+export interface KeepalivedDriverOptions {
+  readonly self: string;
+  readonly interface: string;
+  /** the configured LB hosts (`--peers`); an input's `peers` replaces them */
+  readonly peers: PeerAddresses;
+  readonly stateDir: string;
+  readonly advertMs: number;
+  /** graceful stop: the longest wait for the peers to take over before keepalived stops */
+  readonly handoverMs: number;
+  /** how to run keepalived (default `["keepalived"]`; tests: `["ip", "netns", "exec", NS, "keepalived"]`) */
+  readonly command?: readonly string[];
+  readonly addresses: VipAddresses;
+  readonly onEvent?: (e: AnnouncerEvent) => void;
+}
+
+export interface KeepalivedPaths {
+  readonly config: string;
+  readonly pid: string;
+  readonly vrrpPid: string;
+  readonly fifo: string;
+  readonly trackDir: string;
+  readonly log: string;
+}
+
+export function keepalivedPaths(stateDir: string): KeepalivedPaths {
+  return {
+    config: join(stateDir, "keepalived.conf"),
+    pid: join(stateDir, "keepalived.pid"),
+    vrrpPid: join(stateDir, "keepalived-vrrp.pid"),
+    fifo: join(stateDir, "notify.fifo"),
+    trackDir: join(stateDir, "track"),
+    log: join(stateDir, "keepalived.log"),
+  };
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const MAX_BACKOFF_MS = 30_000;
+
+export class KeepalivedDriver implements Announcer {
+  readonly #o: KeepalivedDriverOptions;
+  readonly #paths: KeepalivedPaths;
+  #peers: PeerAddresses;
+  #input: AnnounceInput = { vips: [], generation: 0 };
+  #instances: readonly KeepalivedInstance[] = [];
+  #config = "";
+  #tracks = new Map<string, string>();
+  readonly #states = new Map<string, InstanceState>();
+  #engine: EngineState = "stopped";
+  #detail: string | undefined;
+  #pid: number | undefined;
+  #child: ChildProcess | undefined;
+  #watch: ReturnType<typeof setInterval> | undefined;
+  #restart: ReturnType<typeof setTimeout> | undefined;
+  #backoffMs = 1000;
+  #fifo: Socket | undefined;
+  #stopping = false;
+  #serial: Promise<unknown> = Promise.resolve();
+  #lastIssues = "";
+
+  constructor(options: KeepalivedDriverOptions) {
+    this.#o = options;
+    this.#paths = keepalivedPaths(options.stateDir);
+    this.#peers = options.peers;
+  }
+
+  get paths(): KeepalivedPaths {
+    return this.#paths;
+  }
+
+  async start(input: AnnounceInput): Promise<void> {
+    mkdirSync(this.#paths.trackDir, { recursive: true });
+    await this.#o.addresses.prepare();
+    this.#engine = "starting";
+    await this.#render(input);
+    await this.#openFifo();
+    const adopted = this.#adoptable();
+    if (adopted !== undefined) {
+      this.#pid = adopted;
+      const on = await this.#o.addresses.onInterface();
+      for (const [name, s] of stateFromAddresses(this.#instances, on)) this.#states.set(name, s);
+      this.#setEngine("running", `adopted keepalived ${adopted}`);
+      const previous = existsSync(this.#paths.config) ? readFileSync(this.#paths.config, "utf8") : "";
+      if (previous !== this.#config) await this.#writeConfigAndReload(previous);
+      this.#watchAdopted(adopted);
+    } else {
+      await this.#writeConfig();
+      await this.#spawn();
+    }
+  }
+
+  update(input: AnnounceInput): Promise<void> {
+    const next = this.#serial.then(async () => {
+      if (this.#stopping) return;
+      const previous = this.#config;
+      await this.#render(input);
+      if (previous !== this.#config) await this.#writeConfigAndReload(previous);
+    });
+    this.#serial = next.catch((error) => this.#o.onEvent?.({ kind: "failed", error }));
+    return this.#serial as Promise<void>;
+  }
+
+  status(): AnnouncerStatus {
+    return announcerStatus({
+      host: this.#o.self,
+      engine: this.#engine,
+      ...(this.#detail === undefined ? {} : { detail: this.#detail }),
+      ...(this.#pid === undefined ? {} : { pid: this.#pid }),
+      generation: this.#input.generation,
+      instances: this.#instances,
+      states: this.#states,
+      readiness: this.#input.vips,
+    });
+  }
+
+  async stop(options: { readonly graceful: boolean }): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    await this.#serial;
+    if (this.#restart) clearTimeout(this.#restart);
+    if (this.#watch) clearInterval(this.#watch);
+    if (!options.graceful) {
+      // keepalived runs on; the next process adopts it
+      this.#child?.removeAllListeners("exit");
+      this.#closeFifo();
+      return;
+    }
+    this.#setEngine("stopping");
+    const stoppingVips: VipReadiness[] = this.#input.vips.map((v) => ({ vip: v.vip, ready: false, reason: "stopping" }));
+    this.#input = { ...this.#input, vips: stoppingVips };
+    await Promise.all(this.#instances.map((i) => this.#writeTrack(i.trackFile, `${NOT_READY_PENALTY}\n`, true)));
+    const deadline = Date.now() + this.#o.handoverMs;
+    while (Date.now() < deadline && [...this.#states.values()].some((s) => s.state === "MASTER")) await sleep(20);
+    const pid = this.#pid;
+    if (pid !== undefined && alive(pid)) {
+      process.kill(pid, "SIGTERM");
+      const until = Date.now() + 5000;
+      while (alive(pid) && Date.now() < until) await sleep(20);
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    }
+    await this.#cleanAddresses("keepalived stopped");
+    this.#setEngine("stopped");
+    this.#closeFifo();
+  }
+
+  // ---- rendering and files ----
+
+  async #render(input: AnnounceInput): Promise<void> {
+    if (input.peers) this.#peers = input.peers;
+    this.#input = input;
+    const r = renderKeepalived({
+      self: this.#o.self,
+      interface: this.#o.interface,
+      peers: this.#peers,
+      vips: input.vips,
+      advertMs: this.#o.advertMs,
+      fifo: this.#paths.fifo,
+      trackDir: this.#paths.trackDir,
+    });
+    const issues = r.issues.map((i) => `${i.code}: ${i.message}`).join("; ");
+    if (issues !== this.#lastIssues) {
+      this.#lastIssues = issues;
+      if (issues) this.#o.onEvent?.({ kind: "failed", error: new Error(issues) });
+    }
+    this.#instances = r.instances;
+    this.#config = r.config;
+    for (const [path, content] of r.trackFiles) await this.#writeTrack(path, content);
+  }
+
+  /** write-then-rename, so keepalived (inotify) never reads a half-written number */
+  async #writeTrack(path: string, content: string, force = false): Promise<void> {
+    if (!force && this.#tracks.get(path) === content && existsSync(path)) return;
+    await writeFile(`${path}.tmp`, content);
+    await rename(`${path}.tmp`, path);
+    this.#tracks.set(path, content);
+  }
+
+  async #writeConfig(): Promise<void> {
+    await writeFile(`${this.#paths.config}.tmp`, this.#config);
+    await rename(`${this.#paths.config}.tmp`, this.#paths.config);
+  }
+
+  async #writeConfigAndReload(previous: string): Promise<void> {
+    await this.#writeConfig();
+    const names = (text: string) => new Set([...text.matchAll(/^vrrp_instance (\S+) \{/gm)].map((m) => m[1]!));
+    const before = names(previous);
+    const after = names(this.#config);
+    for (const n of before) if (!after.has(n)) this.#states.delete(n);
+    const block = (text: string, n: string) =>
+      new RegExp(`^vrrp_instance ${n} \\{[\\s\\S]*?^\\}`, "m").exec(text)?.[0] ?? "";
+    this.#o.onEvent?.({
+      kind: "reloaded",
+      added: [...after].filter((n) => !before.has(n)).length,
+      removed: [...before].filter((n) => !after.has(n)).length,
+      changed: [...after].filter((n) => before.has(n) && block(previous, n) !== block(this.#config, n)).length,
+    });
+    if (this.#pid !== undefined && alive(this.#pid)) process.kill(this.#pid, "SIGHUP");
+  }
+
+  // ---- the process ----
+
+  /** a keepalived left running by an earlier passlb with our configuration */
+  #adoptable(): number | undefined {
+    try {
+      const pid = Number(readFileSync(this.#paths.pid, "utf8").trim());
+      if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return undefined;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return cmdline.some((a) => a.endsWith("keepalived")) && cmdline.includes(this.#paths.config)
+        ? pid
+        : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #spawn(): Promise<void> {
+    // whatever an earlier keepalived left on the interface goes first: the new one starts
+    // in BACKUP and must not have the kernel answer for VIPs a peer holds
+    await this.#cleanAddresses("keepalived was not running");
+    this.#states.clear();
+    const log = openSync(this.#paths.log, "a");
+    const [cmd, ...pre] = this.#o.command ?? ["keepalived"];
+    const child = spawn(
+      cmd!,
+      [
+        ...pre,
+        "--dont-fork",
+        "--log-console",
+        "--log-detail",
+        "--no-syslog",
+        "--vrrp",
+        "--use-file",
+        this.#paths.config,
+        "--pid",
+        this.#paths.pid,
+        "--vrrp_pid",
+        this.#paths.vrrpPid,
+      ],
+      // its own process group and its output in a file: it outlives this process
+      { detached: true, stdio: ["ignore", log, log] },
+    );
+    closeSync(log);
+    child.unref();
+    this.#child = child;
+    child.on("error", (e) => this.#exited(`could not start keepalived: ${e.message}`));
+    child.on("exit", (code, signal) => this.#exited(`keepalived exited (${signal ?? `code ${code}`})`));
+    if (child.pid !== undefined) {
+      this.#pid = child.pid;
+      this.#setEngine("running");
+    }
+  }
+
+  #watchAdopted(pid: number): void {
+    this.#watch = setInterval(() => {
+      if (alive(pid)) return;
+      clearInterval(this.#watch);
+      this.#watch = undefined;
+      this.#exited("adopted keepalived exited");
+    }, 100);
+    this.#watch.unref();
+  }
+
+  #exited(why: string): void {
+    this.#child = undefined;
+    this.#pid = undefined;
+    if (this.#stopping) return;
+    this.#setEngine("restarting", why);
+    for (const n of this.#states.keys()) this.#states.set(n, { state: "DOWN", priority: 0, source: "none" });
+    const wait = this.#backoffMs;
+    this.#backoffMs = Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS);
+    const startedAt = Date.now();
+    void this.#cleanAddresses(why).finally(() => {
+      this.#restart = setTimeout(() => {
+        this.#restart = undefined;
+        if (this.#stopping) return;
+        this.#serial = this.#serial
+          .then(() => this.#writeConfig())
+          .then(() => this.#spawn())
+          .then(() => {
+            // a keepalived that stays up a minute resets the backoff
+            const reset = setTimeout(() => {
+              if (this.#pid !== undefined && Date.now() - startedAt > 60_000) this.#backoffMs = 1000;
+            }, 61_000);
+            reset.unref();
+          })
+          .catch((error) => this.#o.onEvent?.({ kind: "failed", error }));
+      }, wait);
+    });
+  }
+
+  /** removes every VIP of our instances still on the interface (keepalived is not running) */
+  async #cleanAddresses(why: string): Promise<void> {
+    try {
+      const on = await this.#o.addresses.onInterface();
+      const vips = this.#input.vips.map((v) => v.vip).filter((v) => on.has(v));
+      for (const v of vips) await this.#o.addresses.remove(v);
+      if (vips.length > 0) this.#o.onEvent?.({ kind: "cleaned", vips, why });
+    } catch (error) {
+      this.#o.onEvent?.({ kind: "failed", error });
+    }
+  }
+
+  #setEngine(state: EngineState, detail?: string): void {
+    this.#engine = state;
+    if (detail !== undefined) this.#detail = detail;
+    this.#o.onEvent?.({
+      kind: "engine",
+      state,
+      ...(detail === undefined ? {} : { detail }),
+      ...(this.#pid === undefined ? {} : { pid: this.#pid }),
+    });
+  }
+
+  // ---- the notify FIFO ----
+
+  async #openFifo(): Promise<void> {
+    if (!existsSync(this.#paths.fifo)) {
+      const r = spawnSync("mkfifo", ["-m", "0600", this.#paths.fifo], { encoding: "utf8" });
+      if (r.status !== 0) throw new Error(`mkfifo ${this.#paths.fifo}: ${r.stderr || r.error?.message}`);
+    }
+    // read-write and non-blocking: the open never waits for a writer and the read end never
+    // sees end-of-file when keepalived restarts
+    const fd = openSync(this.#paths.fifo, constants.O_RDWR | constants.O_NONBLOCK);
+    const socket = new Socket({ fd, readable: true, writable: false });
+    let buffered = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      buffered += chunk;
+      let nl = buffered.indexOf("\n");
+      while (nl >= 0) {
+        this.#notified(buffered.slice(0, nl));
+        buffered = buffered.slice(nl + 1);
+        nl = buffered.indexOf("\n");
+      }
+    });
+    socket.on("error", (error) => this.#o.onEvent?.({ kind: "failed", error }));
+    socket.unref();
+    this.#fifo = socket;
+  }
+
+  #closeFifo(): void {
+    this.#fifo?.destroy();
+    this.#fifo = undefined;
+  }
+
+  #notified(line: string): void {
+    const n = parseNotifyLine(line);
+    if (!n || n.kind !== "INSTANCE") return;
+    const instance = this.#instances.find((i) => i.name === n.name);
+    this.#states.set(n.name, { state: n.state, priority: n.priority, source: "fifo" });
+    this.#o.onEvent?.({ kind: "state", group: n.name, state: n.state, vips: instance?.vips ?? [] });
+  }
+}
