@@ -70,7 +70,12 @@ export interface AnnouncerStatus {
 }
 
 export type AnnouncerEvent =
-  | { readonly kind: "state"; readonly group: string; readonly state: string; readonly vips: readonly string[] }
+  | {
+      readonly kind: "state";
+      readonly group: string;
+      readonly state: string;
+      readonly vips: readonly string[];
+    }
   | { readonly kind: "engine"; readonly state: EngineState; readonly detail?: string; readonly pid?: number }
   | { readonly kind: "reloaded"; readonly added: number; readonly removed: number; readonly changed: number }
   | { readonly kind: "cleaned"; readonly vips: readonly string[]; readonly why: string }

@@ -59,7 +59,9 @@ test("golden keepalived.conf for three hosts, both families (and keepalived -t a
     spawnSync("ip", ["-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1"]);
     const conf = join(dir, "k.conf");
     writeFileSync(conf, r.config);
-    const check = spawnSync("ip", ["netns", "exec", ns, "keepalived", "-t", "-f", conf], { encoding: "utf8" });
+    const check = spawnSync("ip", ["netns", "exec", ns, "keepalived", "-t", "-f", conf], {
+      encoding: "utf8",
+    });
     assert.equal(check.status, 0, `keepalived -t: ${check.stdout}${check.stderr}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -69,7 +71,8 @@ test("golden keepalived.conf for three hosts, both families (and keepalived -t a
 
 test("every host renders the same instances (names, VRIDs, orders), each with its own priority", () => {
   const all = [...peers3.keys()].map((self) => keepalivedInstances(input({ self })).instances);
-  const shape = (is: typeof all[number]) => is.map((i) => [i.name, i.vrid, i.order.join(">"), i.vips.join(",")]);
+  const shape = (is: (typeof all)[number]) =>
+    is.map((i) => [i.name, i.vrid, i.order.join(">"), i.vips.join(",")]);
   assert.deepEqual(shape(all[1]!), shape(all[0]!));
   assert.deepEqual(shape(all[2]!), shape(all[0]!));
   for (let n = 0; n < all[0]!.length; n++) {
@@ -141,7 +144,8 @@ test("adding a VIP or changing readiness leaves the other instances' text unchan
 test("a host without an address of a family takes no part in that family's instances", () => {
   const peers = new Map([...peers3].map(([h, a]) => [h, h === "lb-3" ? { IPv4: a.IPv4 } : a]));
   const r = keepalivedInstances(input({ peers }));
-  for (const i of r.instances.filter((x) => x.family === "IPv6")) assert.deepEqual([...i.order].sort(), ["lb-1", "lb-2"]);
+  for (const i of r.instances.filter((x) => x.family === "IPv6"))
+    assert.deepEqual([...i.order].sort(), ["lb-1", "lb-2"]);
   assert.ok(r.issues.some((i) => i.code === "no_address_for_family" && i.message.includes("lb-3")));
   const lonely = keepalivedInstances(input({ self: "lb-3", peers }));
   assert.ok(lonely.instances.every((i) => i.family === "IPv4"));
@@ -160,12 +164,21 @@ test("notify FIFO lines, adopted state and the engine-neutral status", () => {
   const master = instances.find((i) => i.order[0] === "lb-1" && i.family === "IPv4")!;
   const states = stateFromAddresses(instances, new Set(master.vips));
   assert.equal(states.get(master.name)?.state, "MASTER");
-  const readiness = input().vips.map((v) => ({ vip: v.vip, ready: v.ready, reason: v.ready ? "ok" : "no_healthy_backend" }) as const);
+  const readiness = input().vips.map(
+    (v) => ({ vip: v.vip, ready: v.ready, reason: v.ready ? "ok" : "no_healthy_backend" }) as const,
+  );
   const s = announcerStatus({ host: "lb-1", engine: "running", generation: 3, instances, states, readiness });
   const v3 = s.vips.find((v) => v.vip === "203.0.113.3")!;
   assert.equal(v3.reason.includes("not_ready:no_healthy_backend"), true);
   assert.ok(s.vips.filter((v) => master.vips.includes(v.vip)).every((v) => v.state === "held"));
-  const down = announcerStatus({ host: "lb-1", engine: "restarting", generation: 3, instances, states, readiness });
+  const down = announcerStatus({
+    host: "lb-1",
+    engine: "restarting",
+    generation: 3,
+    instances,
+    states,
+    readiness,
+  });
   assert.ok(down.vips.every((v) => v.state === "withdrawn"));
 });
 
@@ -176,10 +189,16 @@ test("readiness: programmed, a healthy backend, not stopping", () => {
       plan: { vips: [{ address }] },
       listeners: [{ failOpen, backends: Array.from({ length: backends }, () => ({})) }],
     }) as never;
-  const r = vipReadiness(["203.0.113.1", "203.0.113.2", "203.0.113.3"], [f("203.0.113.1", false, 2), f("203.0.113.2", true, 2)], false);
+  const r = vipReadiness(
+    ["203.0.113.1", "203.0.113.2", "203.0.113.3"],
+    [f("203.0.113.1", false, 2), f("203.0.113.2", true, 2)],
+    false,
+  );
   assert.deepEqual(
     r.map((x) => x.reason),
     ["ok", "no_healthy_backend", "not_programmed"],
   );
-  assert.ok(vipReadiness(["203.0.113.1"], [f("203.0.113.1", false, 2)], true).every((x) => x.reason === "stopping"));
+  assert.ok(
+    vipReadiness(["203.0.113.1"], [f("203.0.113.1", false, 2)], true).every((x) => x.reason === "stopping"),
+  );
 });

@@ -200,12 +200,7 @@ export function renderKeepalivedConf(
     "}",
   ];
   for (const i of instances)
-    lines.push(
-      `track_file ${i.name} {`,
-      `  file ${quote(i.trackFile)}`,
-      "  weight 1",
-      "}",
-    );
+    lines.push(`track_file ${i.name} {`, `  file ${quote(i.trackFile)}`, "  weight 1", "}");
   for (const i of instances) {
     const self = input.peers.get(input.self)?.[i.family] ?? "";
     const others = i.order

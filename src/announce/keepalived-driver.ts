@@ -35,8 +35,13 @@ import type {
   PeerAddresses,
   VipReadiness,
 } from "./announcer.ts";
-import { NOT_READY_PENALTY, type KeepalivedInstance, renderKeepalived } from "./keepalived-config.ts";
-import { announcerStatus, type InstanceState, parseNotifyLine, stateFromAddresses } from "./keepalived-state.ts";
+import { type KeepalivedInstance, NOT_READY_PENALTY, renderKeepalived } from "./keepalived-config.ts";
+import {
+  announcerStatus,
+  type InstanceState,
+  parseNotifyLine,
+  stateFromAddresses,
+} from "./keepalived-state.ts";
 import type { VipAddresses } from "./vip-addresses.ts";
 
 export interface KeepalivedDriverOptions {
@@ -174,11 +179,18 @@ export class KeepalivedDriver implements Announcer {
       return;
     }
     this.#setEngine("stopping");
-    const stoppingVips: VipReadiness[] = this.#input.vips.map((v) => ({ vip: v.vip, ready: false, reason: "stopping" }));
+    const stoppingVips: VipReadiness[] = this.#input.vips.map((v) => ({
+      vip: v.vip,
+      ready: false,
+      reason: "stopping",
+    }));
     this.#input = { ...this.#input, vips: stoppingVips };
-    await Promise.all(this.#instances.map((i) => this.#writeTrack(i.trackFile, `${NOT_READY_PENALTY}\n`, true)));
+    await Promise.all(
+      this.#instances.map((i) => this.#writeTrack(i.trackFile, `${NOT_READY_PENALTY}\n`, true)),
+    );
     const deadline = Date.now() + this.#o.handoverMs;
-    while (Date.now() < deadline && [...this.#states.values()].some((s) => s.state === "MASTER")) await sleep(20);
+    while (Date.now() < deadline && [...this.#states.values()].some((s) => s.state === "MASTER"))
+      await sleep(20);
     const pid = this.#pid;
     if (pid !== undefined && alive(pid)) {
       process.kill(pid, "SIGTERM");
@@ -230,7 +242,8 @@ export class KeepalivedDriver implements Announcer {
 
   async #writeConfigAndReload(previous: string): Promise<void> {
     await this.#writeConfig();
-    const names = (text: string) => new Set([...text.matchAll(/^vrrp_instance (\S+) \{/gm)].map((m) => m[1]!));
+    const names = (text: string) =>
+      new Set([...text.matchAll(/^vrrp_instance (\S+) \{/gm)].map((m) => m[1]!));
     const before = names(previous);
     const after = names(this.#config);
     for (const n of before) if (!after.has(n)) this.#states.delete(n);
@@ -240,7 +253,8 @@ export class KeepalivedDriver implements Announcer {
       kind: "reloaded",
       added: [...after].filter((n) => !before.has(n)).length,
       removed: [...before].filter((n) => !after.has(n)).length,
-      changed: [...after].filter((n) => before.has(n) && block(previous, n) !== block(this.#config, n)).length,
+      changed: [...after].filter((n) => before.has(n) && block(previous, n) !== block(this.#config, n))
+        .length,
     });
     if (this.#pid !== undefined && alive(this.#pid)) process.kill(this.#pid, "SIGHUP");
   }
@@ -393,7 +407,7 @@ export class KeepalivedDriver implements Announcer {
 
   #notified(line: string): void {
     const n = parseNotifyLine(line);
-    if (!n || n.kind !== "INSTANCE") return;
+    if (n?.kind !== "INSTANCE") return;
     const instance = this.#instances.find((i) => i.name === n.name);
     this.#states.set(n.name, { state: n.state, priority: n.priority, source: "fifo" });
     this.#o.onEvent?.({ kind: "state", group: n.name, state: n.state, vips: instance?.vips ?? [] });

@@ -125,7 +125,9 @@ export function kernelVipAddresses(options: {
 }
 
 /** In-memory stand-in with the same interface (unit tests). */
-export function fakeVipAddresses(initial: Iterable<string> = []): VipAddresses & { readonly on: Set<string> } {
+export function fakeVipAddresses(
+  initial: Iterable<string> = [],
+): VipAddresses & { readonly on: Set<string> } {
   const on = new Set(initial);
   return {
     on,

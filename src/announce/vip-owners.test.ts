@@ -78,17 +78,22 @@ test("no member: no owner", () => {
 
 test("the ranking starts with the owner and drops a leaving host without reordering the rest", () => {
   fc.assert(
-    fc.property(hosts.filter((h) => h.length >= 2), vip, fc.nat(), (hs, v, pick) => {
-      const ranking = vipRanking(hs, v);
-      assert.equal(ranking[0], vipOwners(hs, [v]).get(v));
-      const gone = hs[pick % hs.length]!;
-      assert.deepEqual(
-        vipRanking(
-          hs.filter((h) => h !== gone),
-          v,
-        ),
-        ranking.filter((h) => h !== gone),
-      );
-    }),
+    fc.property(
+      hosts.filter((h) => h.length >= 2),
+      vip,
+      fc.nat(),
+      (hs, v, pick) => {
+        const ranking = vipRanking(hs, v);
+        assert.equal(ranking[0], vipOwners(hs, [v]).get(v));
+        const gone = hs[pick % hs.length]!;
+        assert.deepEqual(
+          vipRanking(
+            hs.filter((h) => h !== gone),
+            v,
+          ),
+          ranking.filter((h) => h !== gone),
+        );
+      },
+    ),
   );
 });

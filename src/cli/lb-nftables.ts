@@ -14,7 +14,13 @@
  * nft is unusable, 2 bad flags or unreadable input at start.
  */
 
-import { lbPeersFromNodes } from "../announce/lb-peers.ts";
+import {
+  type AnnounceInput,
+  type Announcer,
+  type PeerAddresses,
+  vipReadiness,
+} from "../announce/announcer.ts";
+import { lbPeersFromNodes, type PeerLabel } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
@@ -31,11 +37,11 @@ import { planSnapshot } from "../plan/planner.ts";
 import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
 import {
-  type Announce,
   type AnnounceFlags,
   addAnnounceOptions,
   announceConfig,
-  startAnnounce,
+  describeAnnounceEvent,
+  keepalivedAnnouncer,
 } from "./lb-announce.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
@@ -131,6 +137,11 @@ export async function runNftablesLb(
     );
     return 1;
   }
+  let announce: Announcer | undefined;
+  let lastVips: string[] = [];
+  let lastNodes: Snapshot["nodes"] = [];
+  let syncs = 0;
+  let pushAnnounce: () => void = () => {};
   /** first change (input read, health) not yet in the kernel: the programming latency starts there */
   let pendingSince: number | undefined;
   const changed = () => {
@@ -143,7 +154,11 @@ export async function runNftablesLb(
   });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
-    if (e.kind === "synced") synced();
+    if (e.kind === "synced") {
+      synced();
+      syncs++;
+      pushAnnounce();
+    }
     if (!obs) return;
     if (e.kind === "synced") {
       if (e.mode !== "noop") obs.metrics.nftTransaction(e.mode, true, e.ms / 1000);
@@ -204,6 +219,9 @@ export async function runNftablesLb(
     driftCheckMs: flags.once ? 0 : driftMs,
     onEvent: log,
   });
+  pushAnnounce = () => {
+    if (announce) void announce.update(announceInput());
+  };
   if (flags.claimNat) {
     try {
       await nft.apply(natClaimRuleset(flags.table));
@@ -213,35 +231,46 @@ export async function runNftablesLb(
     }
   }
   // L2 announcement (--announce l2): started after the first sync, so a VIP is taken only
-  // once this host can forward it; VIPs and (with --peer-label) peers follow each read
-  let announce: Announce | undefined;
-  let lastVips: string[] = [];
-  let lastNodes: Snapshot["nodes"] = [];
+  // once this host can forward it; every sync and every read tells the engine which VIPs
+  // this host can serve now (announcer.ts vipReadiness), and (with --peer-label) the peers
+  const announceInput = (): AnnounceInput => ({
+    vips: vipReadiness(lastVips, controller.forwarding, false),
+    generation: syncs,
+    ...(announceWith?.peerLabel ? { peers: labelledPeers(lastNodes, announceWith.peerLabel) } : {}),
+  });
   const announceRead = (snapshot: Snapshot, plans: ReturnType<typeof planSnapshot>["plans"]) => {
     lastVips = plans.flatMap((p) => p.vips.map((v) => v.address));
     lastNodes = snapshot.nodes;
-    announce?.setVips(lastVips);
-    if (announceWith?.peerLabel) announce?.setPeers(lbPeersFromNodes(snapshot.nodes, announceWith.peerLabel));
+    pushAnnounce();
   };
   const beginAnnounce = async (): Promise<boolean> => {
     if (!announceWith) return true;
     let waited: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([firstSync, new Promise((r) => (waited = setTimeout(r, 10_000)))]);
     clearTimeout(waited);
-    const started = await startAnnounce(
+    const engine = keepalivedAnnouncer(
       announceWith,
-      (line) => io.stderr(`passlb lb: ${line}\n`),
-      announceWith.peerLabel ? lbPeersFromNodes(lastNodes, announceWith.peerLabel) : announceWith.peers,
-      lastVips,
+      announceWith.peerLabel ? labelledPeers(lastNodes, announceWith.peerLabel) : announceWith.peers,
+      (e) => {
+        const line = describeAnnounceEvent(e);
+        io.stderr(`passlb lb: ${line}\n`);
+        if (e.kind === "failed" || (e.kind === "engine" && e.state === "restarting"))
+          obs?.observer.note({ event: `announce_${e.kind}`, severity: "warning", message: line });
+      },
     );
-    if (typeof started === "string") {
-      io.stderr(`error: --announce l2: ${started}\n`);
+    if (typeof engine === "string") {
+      io.stderr(`error: --announce l2: ${engine}\n`);
       return false;
     }
-    announce = started;
-    // reads that landed while it started
-    announce.setVips(lastVips);
-    if (announceWith.peerLabel) announce.setPeers(lbPeersFromNodes(lastNodes, announceWith.peerLabel));
+    try {
+      await engine.start(announceInput());
+    } catch (e) {
+      io.stderr(`error: --announce l2: ${(e as Error).message}\n`);
+      return false;
+    }
+    announce = engine;
+    obs?.observer.announcement(() => engine.status());
+    pushAnnounce(); // reads that landed while it started
     return true;
   };
   if (kube) {
@@ -281,7 +310,7 @@ export async function runNftablesLb(
       }
     } else if (await beginAnnounce()) await aborted;
     else code = 1;
-    await announce?.stop();
+    await announce?.stop({ graceful: true });
     await kube.source.close();
     await controller.stop();
     await prober?.close();
@@ -360,11 +389,24 @@ export async function runNftablesLb(
     else signal.addEventListener("abort", () => resolve(), { once: true });
   });
   if (counterTimer) clearInterval(counterTimer);
-  await announce?.stop();
+  await announce?.stop({ graceful: true });
   await controller.stop();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
   return 0;
+}
+
+/** --peer-label: the labelled Nodes with their InternalIPs of both families */
+function labelledPeers(nodes: Snapshot["nodes"], label: PeerLabel): PeerAddresses {
+  const v4 = lbPeersFromNodes(nodes, label, "IPv4");
+  const v6 = lbPeersFromNodes(nodes, label, "IPv6");
+  const out = new Map<string, { IPv4?: string; IPv6?: string }>();
+  for (const name of [...new Set([...v4.keys(), ...v6.keys()])].sort()) {
+    const a = v4.get(name);
+    const b = v6.get(name);
+    out.set(name, { ...(a === undefined ? {} : { IPv4: a }), ...(b === undefined ? {} : { IPv6: b }) });
+  }
+  return out;
 }
 
 function usage(io: CliIo, message: string): number {

@@ -39,9 +39,9 @@ export function labLbHosts(names: readonly string[], ns: (host: string) => strin
   }));
 }
 
-/** `--peers` of `passlb lb --announce l2` for these hosts: name=client-segment address. */
+/** `--peers` of `passlb lb --announce l2` for these hosts: name=client-segment address, both families. */
 export function labPeers(hosts: readonly LabLbHost[]): string {
-  return hosts.map((h) => `${h.name}=${h.ipv4}`).join(",");
+  return hosts.flatMap((h) => [`${h.name}=${h.ipv4}`, `${h.name}=${h.ipv6}`]).join(",");
 }
 
 export function lbHostCommands(

@@ -13,6 +13,7 @@
  * Pure: `now` and every count arrive as data; no clock, no I/O. Not here: collecting the
  * counts (the data planes), serving (dashboard-server.ts), drawing (assets/dashboard.html).
  */
+import type { AnnouncerStatus } from "../announce/announcer.ts";
 import type { HealthLookup, ListenerForwarding, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import { NO_BACKEND, slotShares } from "../dataplane/maglev.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
@@ -50,6 +51,8 @@ export interface DashboardInput {
   readonly events: readonly DashboardEvent[];
   /** findings not tied to a plan (config, data plane, agents) */
   readonly issues: readonly Finding[];
+  /** VIP announcement (`--announce l2`): which VIPs this host holds, its engine's state */
+  readonly announce?: AnnouncerStatus;
 }
 
 export interface DashboardNode {
@@ -129,6 +132,8 @@ export interface DashboardState {
   /** newest last */
   readonly events: readonly (Omit<DashboardEvent, "at"> & { readonly at: string })[];
   readonly issues: readonly Finding[];
+  /** null without announcement (docs/dashboard.md "announce") */
+  readonly announce: AnnouncerStatus | null;
 }
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
@@ -158,6 +163,7 @@ export function dashboardState(input: DashboardInput): DashboardState {
     services,
     events: input.events.map((e) => ({ ...e, at: new Date(e.at).toISOString() })),
     issues: [...input.issues],
+    announce: input.announce ?? null,
   };
 }
 

@@ -20,6 +20,7 @@
  * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
  * `maxEvents` events are kept. Time comes from the injected `now`.
  */
+import type { AnnouncerStatus } from "../announce/announcer.ts";
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
@@ -52,6 +53,7 @@ export class Observer {
   readonly #o: ObserverOptions;
   readonly startedAt: number;
   #forwarding: readonly ServiceForwarding[] = [];
+  #announce: (() => AnnouncerStatus) | undefined;
   #health: HealthLookup | undefined;
   readonly #events: DashboardEvent[] = [];
   /** `service\0node` → second → count */
@@ -198,6 +200,11 @@ export class Observer {
     this.#o.logger.log(LOG_LEVEL[severity], fields, message);
   }
 
+  /** VIP announcement: the engine's status, read at each `state()` */
+  announcement(status: () => AnnouncerStatus): void {
+    this.#announce = status;
+  }
+
   state(): DashboardState {
     const now = this.#o.now();
     const windowMs = this.#o.windowMs ?? 10_000;
@@ -228,6 +235,7 @@ export class Observer {
       recentConnections: recent,
       events: this.#events,
       issues: [...this.#issues.values()],
+      ...(this.#announce && { announce: this.#announce() }),
     });
   }
 }
