@@ -79,12 +79,20 @@ export function keepalivedPaths(stateDir: string): KeepalivedPaths {
   };
 }
 
+/** the process exists and is not a zombie (an adopted keepalived's parent, the dead passlb,
+ * is gone, and whoever inherited it may reap it late: kill(pid, 0) succeeds on a zombie) */
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    // /proc/PID/stat: "pid (comm) S …", the state after the last ')'
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
   }
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -409,7 +417,9 @@ export class KeepalivedDriver implements Announcer {
     const n = parseNotifyLine(line);
     if (n?.kind !== "INSTANCE") return;
     const instance = this.#instances.find((i) => i.name === n.name);
-    this.#states.set(n.name, { state: n.state, priority: n.priority, source: "fifo" });
+    // an event, not a state: the master heard a lower-priority master (a healed partition)
+    if (n.state !== "MASTER_RX_LOWER_PRI")
+      this.#states.set(n.name, { state: n.state, priority: n.priority, source: "fifo" });
     this.#o.onEvent?.({ kind: "state", group: n.name, state: n.state, vips: instance?.vips ?? [] });
   }
 }

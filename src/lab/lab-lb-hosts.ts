@@ -64,6 +64,9 @@ export function lbHostCommands(
         "net.ipv6.conf.all.forwarding=1",
         "net.ipv4.conf.all.rp_filter=0",
         "net.ipv4.conf.default.rp_filter=0",
+        // a host whose links go down and up again keeps its IPv6 addresses, as its IPv4 ones
+        // (the L2 test's "holder dies" downs the links; keepalived's IPv6 instances need them)
+        "net.ipv6.conf.all.keep_addr_on_down=1",
       ]),
     );
     ipn(h, "link", "set", "lo", "up");
