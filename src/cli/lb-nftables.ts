@@ -254,6 +254,8 @@ export async function runNftablesLb(
       (e) => {
         const line = describeAnnounceEvent(e);
         io.stderr(`passlb lb: ${line}\n`);
+        if (e.kind === "state") obs?.metrics.announceTransition("keepalived", e.state);
+        if (announce && obs) obs.metrics.announce(announce.status());
         if (e.kind === "failed" || (e.kind === "engine" && e.state === "restarting"))
           obs?.observer.note({ event: `announce_${e.kind}`, severity: "warning", message: line });
       },
@@ -270,6 +272,7 @@ export async function runNftablesLb(
     }
     announce = engine;
     obs?.observer.announcement(() => engine.status());
+    obs?.metrics.announce(engine.status());
     pushAnnounce(); // reads that landed while it started
     return true;
   };

@@ -172,6 +172,24 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["pool", "family"] as const,
       registers: r,
     }),
+    announceVips: new Gauge({
+      name: "passlb_announce_vips",
+      help: "VIPs by announcement state on this host (held, backup, withdrawn), by engine.",
+      labelNames: ["engine", "state"] as const,
+      registers: r,
+    }),
+    announceEngineUp: new Gauge({
+      name: "passlb_announce_engine_up",
+      help: "1 while the announcement engine (keepalived) runs, 0 while it is down or restarting.",
+      labelNames: ["engine"] as const,
+      registers: r,
+    }),
+    announceTransitions: new Counter({
+      name: "passlb_announce_transitions_total",
+      help: "State transitions the announcement engine reported (keepalived: VRRP instance states), by state.",
+      labelNames: ["engine", "state"] as const,
+      registers: r,
+    }),
   };
 }
 

@@ -9,7 +9,9 @@
  * Not here: deciding what to observe (the adapters and `observeForwarding` do) and HTTP
  * (dashboard-server.ts serves `registry.metrics()`).
  */
+
 import { type Counter, collectDefaultMetrics, Registry } from "prom-client";
+import type { AnnouncerStatus } from "../announce/announcer.ts";
 import type { RestartReason } from "../cluster/kube-watch.ts";
 import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { MaglevTable } from "../dataplane/maglev.ts";
@@ -132,6 +134,19 @@ export class Metrics {
   ipPool(pool: string, family: string, size: number, used: number): void {
     this.#m.poolSize.set({ pool, family }, size);
     this.#m.poolUsed.set({ pool, family }, used);
+  }
+
+  /** the announcement engine's status (announcer.ts): VIPs per state, engine up */
+  announce(status: AnnouncerStatus): void {
+    const counts = { held: 0, backup: 0, withdrawn: 0 };
+    for (const v of status.vips) counts[v.state]++;
+    for (const [state, n] of Object.entries(counts))
+      this.#m.announceVips.set({ engine: status.engine, state }, n);
+    this.#m.announceEngineUp.set({ engine: status.engine }, status.state === "running" ? 1 : 0);
+  }
+
+  announceTransition(engine: string, state: string): void {
+    this.#m.announceTransitions.inc({ engine, state: state.toLowerCase() });
   }
 
   /** every pool at once (pool-usage.ts); pools that are gone disappear */
