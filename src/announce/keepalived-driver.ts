@@ -114,6 +114,7 @@ export class KeepalivedDriver implements Announcer {
   #watch: ReturnType<typeof setInterval> | undefined;
   #restart: ReturnType<typeof setTimeout> | undefined;
   #backoffMs = 1000;
+  #spawnedAt = 0;
   #fifo: Socket | undefined;
   #stopping = false;
   #serial: Promise<unknown> = Promise.resolve();
@@ -312,6 +313,7 @@ export class KeepalivedDriver implements Announcer {
     closeSync(log);
     child.unref();
     this.#child = child;
+    this.#spawnedAt = Date.now();
     child.on("error", (e) => this.#exited(`could not start keepalived: ${e.message}`));
     child.on("exit", (code, signal) => this.#exited(`keepalived exited (${signal ?? `code ${code}`})`));
     if (child.pid !== undefined) {
@@ -336,9 +338,10 @@ export class KeepalivedDriver implements Announcer {
     if (this.#stopping) return;
     this.#setEngine("restarting", why);
     for (const n of this.#states.keys()) this.#states.set(n, { state: "DOWN", priority: 0, source: "none" });
+    // a keepalived that ran for a minute starts the backoff again from 1 s
+    if (Date.now() - this.#spawnedAt > 60_000) this.#backoffMs = 1000;
     const wait = this.#backoffMs;
     this.#backoffMs = Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS);
-    const startedAt = Date.now();
     void this.#cleanAddresses(why).finally(() => {
       this.#restart = setTimeout(() => {
         this.#restart = undefined;
@@ -346,13 +349,6 @@ export class KeepalivedDriver implements Announcer {
         this.#serial = this.#serial
           .then(() => this.#writeConfig())
           .then(() => this.#spawn())
-          .then(() => {
-            // a keepalived that stays up a minute resets the backoff
-            const reset = setTimeout(() => {
-              if (this.#pid !== undefined && Date.now() - startedAt > 60_000) this.#backoffMs = 1000;
-            }, 61_000);
-            reset.unref();
-          })
           .catch((error) => this.#o.onEvent?.({ kind: "failed", error }));
       }, wait);
     });
