@@ -5,8 +5,8 @@
 # Two stages: the build compiles the TypeScript to dist/ and keeps only the runtime
 # dependencies; the runtime image adds the kernel tools the LB host drives. The default user
 # is an unprivileged one (65532), which is all the controller needs. The LB DaemonSet runs
-# as root with NET_ADMIN and NET_RAW (nftables, addresses, policy routes, gratuitous ARP and
-# unsolicited neighbour advertisements): deploy/lb-daemonset.yaml sets that explicitly.
+# as root with NET_ADMIN and NET_RAW (nftables, addresses, policy routes, keepalived's VRRP and
+# gratuitous ARP / unsolicited neighbour advertisements): deploy/lb-daemonset.yaml sets that.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
@@ -17,10 +17,10 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
-# nftables: the data plane; iproute2: addresses and policy routes; iputils-arping and ndisc6
-# (ndsend): announce a VIP this host takes over on the L2 segment.
+# nftables: the data plane; iproute2: addresses and policy routes; keepalived: VRRP for
+# `--announce l2` (docs/vip-announce.md); iputils-arping: the lab's and operators' ARP checks.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping ndisc6 \
+  && apt-get install -y --no-install-recommends nftables iproute2 keepalived iputils-arping \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/passlb
 ENV NODE_ENV=production

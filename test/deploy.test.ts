@@ -406,7 +406,7 @@ test("the Dockerfile builds from files that exist and installs what the LB host 
   assert.match(text, /^FROM node:20-bookworm-slim AS build$/m);
   assert.match(text, /npm ci/);
   assert.match(text, /npm run build/);
-  for (const pkg of ["nftables", "iproute2", "iputils-arping", "ndisc6"])
+  for (const pkg of ["nftables", "iproute2", "keepalived", "iputils-arping"])
     assert.match(text, new RegExp(`\\b${pkg}\\b`));
   assert.match(text, /^USER 65532/m);
   assert.match(text, /^ENTRYPOINT \["passlb"\]$/m);
