@@ -35,7 +35,12 @@ import type {
   PeerAddresses,
   VipReadiness,
 } from "./announcer.ts";
-import { type KeepalivedInstance, NOT_READY_PENALTY, renderKeepalived } from "./keepalived-config.ts";
+import {
+  type KeepalivedInput,
+  type KeepalivedInstance,
+  NOT_READY_PENALTY,
+  renderKeepalived,
+} from "./keepalived-config.ts";
 import {
   announcerStatus,
   type InstanceState,
@@ -155,8 +160,15 @@ export class KeepalivedDriver implements Announcer {
     const next = this.#serial.then(async () => {
       if (this.#stopping) return;
       const previous = this.#config;
+      const before = new Map(this.#instances.flatMap((i) => i.vips.map((v) => [v, i.name] as const)));
       await this.#render(input);
-      if (previous !== this.#config) await this.#writeConfigAndReload(previous);
+      if (previous === this.#config) return;
+      // VIPs that change instance (the host list changed, so every order did) need two steps
+      const moved = this.#instances.flatMap((i) =>
+        i.vips.filter((v) => before.has(v) && before.get(v) !== i.name),
+      );
+      if (moved.length > 0 && this.#pid !== undefined) await this.#reloadMoving(previous, moved);
+      else await this.#writeConfigAndReload(previous);
     });
     this.#serial = next.catch((error) => this.#o.onEvent?.({ kind: "failed", error }));
     return this.#serial as Promise<void>;
@@ -217,15 +229,7 @@ export class KeepalivedDriver implements Announcer {
   async #render(input: AnnounceInput): Promise<void> {
     if (input.peers) this.#peers = input.peers;
     this.#input = input;
-    const r = renderKeepalived({
-      self: this.#o.self,
-      interface: this.#o.interface,
-      peers: this.#peers,
-      vips: input.vips,
-      advertMs: this.#o.advertMs,
-      fifo: this.#paths.fifo,
-      trackDir: this.#paths.trackDir,
-    });
+    const r = renderKeepalived(this.#renderInput());
     const issues = r.issues.map((i) => `${i.code}: ${i.message}`).join("; ");
     if (issues !== this.#lastIssues) {
       this.#lastIssues = issues;
@@ -234,6 +238,18 @@ export class KeepalivedDriver implements Announcer {
     this.#instances = r.instances;
     this.#config = r.config;
     for (const [path, content] of r.trackFiles) await this.#writeTrack(path, content);
+  }
+
+  #renderInput(): KeepalivedInput {
+    return {
+      self: this.#o.self,
+      interface: this.#o.interface,
+      peers: this.#peers,
+      vips: this.#input.vips,
+      advertMs: this.#o.advertMs,
+      fifo: this.#paths.fifo,
+      trackDir: this.#paths.trackDir,
+    };
   }
 
   /** write-then-rename, so keepalived (inotify) never reads a half-written number */
@@ -269,6 +285,31 @@ export class KeepalivedDriver implements Announcer {
   }
 
   // ---- the process ----
+
+  /**
+   * A reload in two steps for VIPs that change instance: first a configuration without
+   * them (keepalived removes them with their old instances), then, once they are off the
+   * interface, the full one (keepalived adds them to their new instances). Done in one
+   * step, keepalived 2.2.7 may add a moved VIP to its new, already-master instance and then
+   * remove it with the old one, leaving a master without its address.
+   */
+  async #reloadMoving(previous: string, moved: readonly string[]): Promise<void> {
+    const interim = renderKeepalived({
+      ...this.#renderInput(),
+      vips: this.#input.vips.filter((v) => !moved.includes(v.vip)),
+    }).config;
+    const full = this.#config;
+    this.#config = interim;
+    await this.#writeConfigAndReload(previous);
+    const until = Date.now() + 1000;
+    while (Date.now() < until) {
+      const on = await this.#o.addresses.onInterface();
+      if (!moved.some((v) => on.has(v))) break;
+      await sleep(10);
+    }
+    this.#config = full;
+    await this.#writeConfigAndReload(interim);
+  }
 
   /** a keepalived left running by an earlier passlb with our configuration */
   #adoptable(): number | undefined {

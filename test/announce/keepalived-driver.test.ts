@@ -2,9 +2,10 @@
  * The keepalived driver against the real keepalived (Debian's package) in two throwaway
  * network namespaces joined by a veth pair (192.0.2.0/24, fd00:192::/64): the first host of
  * each VIP's ranking holds it; a reload that adds a VIP does not flap the instances that
- * did not change (no state transition, their addresses never leave the interface); a VIP
- * this host cannot serve moves to the peer through the track file and comes back; a
- * graceful stop hands everything to the peer. Root and keepalived needed; skipped with the
+ * did not change (no state transition, their addresses never leave the interface); a
+ * change of the host list (every instance renamed) converges with every VIP on its first
+ * host again; a VIP this host cannot serve moves to the peer through the track file and
+ * comes back; a graceful stop hands everything to the peer. Root and keepalived needed; skipped with the
  * reason otherwise. Namespaces and keepalived processes are removed in t.after.
  */
 import assert from "node:assert/strict";
@@ -96,7 +97,10 @@ test("keepalived driver: election, reload without flapping, readiness moves a VI
     const deadline = Date.now() + ms;
     while (!ok()) {
       if (Date.now() > deadline) {
-        const log = HOSTS.map((h) => `${h}: ${JSON.stringify(drivers[HOSTS.indexOf(h)]!.status().groups)}`);
+        const log = HOSTS.map(
+          (h) =>
+            `${h}: ${JSON.stringify(drivers[HOSTS.indexOf(h)]!.status().groups)} addresses ${[...on(h)].join(" ")}`,
+        );
         throw new Error(`${what} not within ${ms} ms; ${log.join("; ")}`);
       }
       await sleep(50);
@@ -109,10 +113,14 @@ test("keepalived driver: election, reload without flapping, readiness moves a VI
 
   await Promise.all(drivers.map((d) => d.start(input(VIPS))));
   await waitFor("every VIP on its first host", asElected(VIPS));
+  // the FIFO reports the transitions a moment after the addresses appear
+  const expected = () =>
+    drivers[0]!.status().vips.every((v) => v.state === (v.preferredHolder === "lb-a" ? "held" : "backup"));
+  await waitFor("lb-a's status: held where it is first, backup elsewhere", expected, 2000);
   const a = drivers[0]!.status();
   assert.equal(a.engine, "keepalived");
   assert.equal(a.state, "running");
-  for (const v of a.vips) assert.equal(v.state, v.preferredHolder === "lb-a" ? "held" : "backup", v.vip);
+  assert.equal(a.vips.length, VIPS.length);
 
   await t.test("a reload that adds a VIP leaves the other instances alone", async () => {
     const more = [...VIPS, "203.0.113.6"];
@@ -164,6 +172,43 @@ test("keepalived driver: election, reload without flapping, readiness moves a VI
     assert.match(s.reason, /not_ready:no_healthy_backend/);
     await drivers[0]!.update(input(vips));
     await waitFor(`${vip} back on lb-a`, asElected(vips), 2000);
+  });
+
+  await t.test("a peer change renames the instances; no VIP goes unanswered for long", async () => {
+    const vips = [...VIPS, "203.0.113.6"];
+    // a third LB host that does not exist (yet): it ranks first for some VIPs, which stay
+    // with the second of their order
+    const three = new Map([...PEERS, ["lb-c", { IPv4: "192.0.2.4", IPv6: "fd00:192::4" }]]);
+    let longest = 0;
+    const since = new Map<string, number>();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const now = Date.now();
+        for (const v of vips) {
+          if (holdersOf(v).length === 0) {
+            if (!since.has(v)) since.set(v, now);
+          } else if (since.has(v)) {
+            longest = Math.max(longest, now - since.get(v)!);
+            since.delete(v);
+          }
+        }
+        await sleep(20);
+      }
+    })();
+    await Promise.all(drivers.map((d) => d.update({ ...input(vips), peers: three })));
+    const owners = new Map(vips.map((v) => [v, vipOwners(HOSTS, [v]).get(v)!]));
+    await waitFor("every VIP on its first present host", asElected(vips, owners), 5000);
+    await sleep(1000);
+    sampling = false;
+    await sampler;
+    for (const [, t0] of since) longest = Math.max(longest, Date.now() - t0);
+    t.diagnostic(`peer change: the longest a VIP was on no host: ${longest} ms`);
+    // renamed instances re-elect (one master-down interval, ~306 ms, plus the two-step
+    // reload; measured 348–1127 ms on the loaded CI machine): a sanity bound, not a target
+    assert.ok(longest <= 2000, `a VIP was unanswered for ${longest} ms`);
+    await Promise.all(drivers.map((d) => d.update({ ...input(vips), peers: PEERS })));
+    await waitFor("back to two hosts", asElected(vips), 5000);
   });
 
   await t.test("a graceful stop hands every VIP to the peer, then keepalived stops", async () => {
