@@ -17,6 +17,7 @@
 import {
   type AnnounceInput,
   type Announcer,
+  type AnnouncerEvent,
   type PeerAddresses,
   vipReadiness,
 } from "../announce/announcer.ts";
@@ -101,8 +102,11 @@ export async function runNftablesLb(
   shutdownSignal: () => AbortSignal,
   obs?: Observability,
   kube?: KubeLbRun,
-  /** tests: a fake applier instead of the `nft` command */
-  adapters: { readonly nft?: NftApplier } = {},
+  /** tests: a fake applier instead of the `nft` command, a fake announcement engine */
+  adapters: {
+    readonly nft?: NftApplier;
+    readonly announcer?: (peers: PeerAddresses, onEvent: (e: AnnouncerEvent) => void) => Announcer;
+  } = {},
 ): Promise<number> {
   const paths = [...flags.filename, ...flags.manifests];
   const seed = Number(flags.seed);
@@ -248,18 +252,20 @@ export async function runNftablesLb(
     let waited: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([firstSync, new Promise((r) => (waited = setTimeout(r, 10_000)))]);
     clearTimeout(waited);
-    const engine = keepalivedAnnouncer(
-      announceWith,
-      announceWith.peerLabel ? labelledPeers(lastNodes, announceWith.peerLabel) : announceWith.peers,
-      (e) => {
-        const line = describeAnnounceEvent(e);
-        io.stderr(`passlb lb: ${line}\n`);
-        if (e.kind === "state") obs?.metrics.announceTransition("keepalived", e.state);
-        if (announce && obs) obs.metrics.announce(announce.status());
-        if (e.kind === "failed" || (e.kind === "engine" && e.state === "restarting"))
-          obs?.observer.note({ event: `announce_${e.kind}`, severity: "warning", message: line });
-      },
-    );
+    const peers = announceWith.peerLabel
+      ? labelledPeers(lastNodes, announceWith.peerLabel)
+      : announceWith.peers;
+    const onEvent = (e: AnnouncerEvent) => {
+      const line = describeAnnounceEvent(e);
+      io.stderr(`passlb lb: ${line}\n`);
+      if (e.kind === "state") obs?.metrics.announceTransition("keepalived", e.state);
+      if (announce && obs) obs.metrics.announce(announce.status());
+      if (e.kind === "failed" || (e.kind === "engine" && e.state === "restarting"))
+        obs?.observer.note({ event: `announce_${e.kind}`, severity: "warning", message: line });
+    };
+    const engine = adapters.announcer
+      ? adapters.announcer(peers, onEvent)
+      : keepalivedAnnouncer(announceWith, peers, onEvent);
     if (typeof engine === "string") {
       io.stderr(`error: --announce l2: ${engine}\n`);
       return false;
