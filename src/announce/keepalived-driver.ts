@@ -22,7 +22,16 @@
  * Does not decide readiness or priorities; files and processes only.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { rename, writeFile } from "node:fs/promises";
 import { Socket } from "node:net";
 import { join } from "node:path";
@@ -136,10 +145,18 @@ export class KeepalivedDriver implements Announcer {
   }
 
   async start(input: AnnounceInput): Promise<void> {
+    const [cmd, ...pre] = this.#o.command ?? ["keepalived"];
+    const version = spawnSync(cmd!, [...pre, "--version"], { encoding: "utf8" });
+    if (version.error || version.status !== 0)
+      throw new Error(
+        `${[cmd, ...pre].join(" ")} cannot run (${version.error?.message ?? version.stderr.trim()}): install Debian's keepalived package or pass --keepalived PATH`,
+      );
     mkdirSync(this.#paths.trackDir, { recursive: true });
     await this.#o.addresses.prepare();
     this.#engine = "starting";
     await this.#render(input);
+    const problem = this.#configTest(this.#config);
+    if (problem) throw new Error(`keepalived refuses the rendered configuration: ${problem}`);
     await this.#openFifo();
     const adopted = this.#adoptable();
     if (adopted !== undefined) {
@@ -265,7 +282,27 @@ export class KeepalivedDriver implements Announcer {
     await rename(`${this.#paths.config}.tmp`, this.#paths.config);
   }
 
+  /** `keepalived --config-test` on a text; the problem, or undefined when it passes */
+  #configTest(text: string): string | undefined {
+    const [cmd, ...pre] = this.#o.command ?? ["keepalived"];
+    const file = `${this.#paths.config}.test`;
+    writeFileSync(file, text);
+    const r = spawnSync(cmd!, [...pre, "--config-test", "--use-file", file], { encoding: "utf8" });
+    rmSync(file, { force: true });
+    return r.status === 0 ? undefined : `${r.stdout}${r.stderr}`.trim().slice(0, 2000) || `exit ${r.status}`;
+  }
+
   async #writeConfigAndReload(previous: string): Promise<void> {
+    // a configuration keepalived refuses is not applied: the running one stays
+    const problem = this.#configTest(this.#config);
+    if (problem) {
+      this.#o.onEvent?.({
+        kind: "failed",
+        error: new Error(`keepalived refuses the new configuration, kept the running one: ${problem}`),
+      });
+      this.#config = previous;
+      return;
+    }
     await this.#writeConfig();
     const names = (text: string) =>
       new Set([...text.matchAll(/^vrrp_instance (\S+) \{/gm)].map((m) => m[1]!));

@@ -111,6 +111,28 @@ test("keepalived driver: election, reload without flapping, readiness moves a VI
     () =>
       vips.every((v) => JSON.stringify(holdersOf(v)) === JSON.stringify([owners.get(v)]));
 
+  // what keepalived cannot run or refuses is an error at start, naming the cause
+  const broken = (over: Partial<ConstructorParameters<typeof KeepalivedDriver>[0]>) =>
+    new KeepalivedDriver({
+      self: "lb-a",
+      interface: "eth0",
+      peers: PEERS,
+      stateDir: join(dir, "broken"),
+      advertMs: 100,
+      handoverMs: 100,
+      command: ["ip", "netns", "exec", ns["lb-a"], "keepalived"],
+      addresses: kernelVipAddresses({ interface: "eth0", netns: ns["lb-a"] }),
+      ...over,
+    }).start(input(VIPS));
+  await assert.rejects(broken({ command: ["/nonexistent/keepalived"] }), /cannot run.*--keepalived PATH/);
+  await assert.rejects(
+    broken({
+      interface: "nosuch0",
+      addresses: kernelVipAddresses({ interface: "nosuch0", netns: ns["lb-a"] }),
+    }),
+    /keepalived refuses the rendered configuration/,
+  );
+
   await Promise.all(drivers.map((d) => d.start(input(VIPS))));
   await waitFor("every VIP on its first host", asElected(VIPS));
   // the FIFO reports the transitions a moment after the addresses appear
