@@ -5,9 +5,10 @@
  * timeout, shorter than TCP's first SYN retransmission) for 6 s; 1.5 s in, the VIP's holder
  *   - steady:    nothing happens (the baseline: the largest gap with no failure at all);
  *   - graceful:  its `passlb lb` gets SIGTERM (priority drop, hand-over, keepalived stops);
- *   - hard:      its `passlb lb` and keepalived get SIGKILL and its links go down (a dead host);
+ *   - hard:      its links go down, then its `passlb lb` and keepalived get SIGKILL (a dead host);
  *   - passlb:    only its `passlb lb` gets SIGKILL (keepalived and the kernel carry on);
- *   - keepalived: only keepalived gets SIGKILL (passlb removes its leftovers, restarts it).
+ *   - keepalived: only keepalived's process group gets SIGKILL (passlb removes its leftovers,
+ *                restarts it).
  * The gap is the time from the last successful connection before the first failure to the
  * first success after it. Rounds interleave the three; medians and the worst are printed,
  * with the ratio of each to the steady baseline of the same run, the script's CPU time and
@@ -152,12 +153,15 @@ async function main(): Promise<void> {
       passlb: [],
       keepalived: [],
     };
+    // SIGKILL to keepalived's process group: parent and VRRP child at once (the parent
+    // alone would let the child stop in order through its parent-death signal)
     const killKeepalived = () => {
-      const dir = join(state.stateDir, `keepalived-${holder}`);
-      for (const f of ["keepalived.pid", "keepalived-vrrp.pid"])
-        try {
-          process.kill(Number(readFileSync(join(dir, f), "utf8")), "SIGKILL");
-        } catch {}
+      const pid = Number(
+        readFileSync(join(state.stateDir, `keepalived-${holder}`, "keepalived.pid"), "utf8"),
+      );
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {}
     };
     await sleep(2000);
     for (let r = 0; r < ROUNDS; r++) {
@@ -167,9 +171,10 @@ async function main(): Promise<void> {
         const pid = state.processes.find((p) => p.role === "lb" && p.host === holder)!.pid;
         if (kind === "graceful") await labRestart(state, "lb", holder, { repoRoot: REPO, stopOnly: true });
         if (kind === "hard") {
+          // links first: nothing the dying processes might still send leaves the host
+          for (const dev of ["eth0", "eth1"]) spawnSync("ip", ["-n", holderNs, "link", "set", dev, "down"]);
           process.kill(pid, "SIGKILL");
           killKeepalived();
-          for (const dev of ["eth0", "eth1"]) spawnSync("ip", ["-n", holderNs, "link", "set", dev, "down"]);
         }
         if (kind === "passlb") process.kill(pid, "SIGKILL");
         if (kind === "keepalived") killKeepalived();

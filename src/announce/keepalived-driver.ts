@@ -378,6 +378,9 @@ export class KeepalivedDriver implements Announcer {
         "--log-detail",
         "--no-syslog",
         "--vrrp",
+        // a dead VRRP child ends keepalived (no respawn by its parent): passlb, the one
+        // supervisor, sees the exit, removes the addresses the child left and restarts it
+        "--dont-respawn",
         "--use-file",
         this.#paths.config,
         "--pid",

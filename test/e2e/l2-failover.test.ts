@@ -130,11 +130,13 @@ test("L2 on keepalived: election, failovers ≤ 500 ms, adoption, graceful hand-
   const kaDir = (host: string) => join(lab.state.stateDir, `keepalived-${host}`);
   const kaPids = (host: string) =>
     ["keepalived.pid", "keepalived-vrrp.pid"].map((f) => Number(readFileSync(join(kaDir(host), f), "utf8")));
+  // SIGKILL to keepalived's process group (parent and VRRP child at once, as the OOM killer
+  // or a container's end would): killing the parent alone lets the child stop in order
+  // (parent-death signal: priority-0 adverts, addresses removed)
   const killKeepalived = (host: string) => {
-    for (const pid of kaPids(host))
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {}
+    try {
+      process.kill(-kaPids(host)[0]!, "SIGKILL");
+    } catch {}
   };
   const lbLog = (host: string) =>
     readFileSync(lab.state.processes.find((p) => p.role === "lb" && p.host === host)!.log, "utf8");
