@@ -12,7 +12,7 @@ const PURE_FILES = [
   /^src\/dataplane\/maglev[^/]*\.ts$/,
   /^src\/dataplane\/forwarding-state[^/]*\.ts$/,
   /^src\/dataplane\/render\//,
-  /^src\/announce\/(vip-owners|peer-liveness|lb-peers)[^/]*\.ts$/,
+  /^src\/announce\/(vip-owners|lb-peers|announcer|keepalived-config|keepalived-state)[^/]*\.ts$/,
   /^src\/health\/state[^/]*\.ts$/,
   /^src\/web\/(dashboard-state|backend-states|health-lookup|pool-usage)[^/]*\.ts$/,
   /^src\/controller\/(conditions|controller-events|controller-writes|pool-status|service-writes|leader-election|passlb-slices)[^/]*\.ts$/,

@@ -1,12 +1,6 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
 import fc from "fast-check";
-import { assertGolden } from "../../test/golden.ts";
-import { createNetns, deleteNetns } from "../../test/netns.ts";
 import { vipReadiness } from "./announcer.ts";
 import {
   BASE_PRIORITY,
@@ -20,7 +14,6 @@ import {
 import { announcerStatus, parseNotifyLine, stateFromAddresses } from "./keepalived-state.ts";
 import { vipOwners } from "./vip-owners.ts";
 
-const GOLDEN = "test/fixtures/announce";
 const peers3 = new Map([
   ["lb-1", { IPv4: "192.0.2.2", IPv6: "fd00:192:0:1::2" }],
   ["lb-2", { IPv4: "192.0.2.3", IPv6: "fd00:192:0:1::3" }],
@@ -38,37 +31,6 @@ const input = (over: Partial<KeepalivedInput> = {}): KeepalivedInput => ({
   trackDir: "/run/passlb/l2/track",
   ...over,
 });
-const keepalivedTest = () =>
-  process.getuid?.() !== 0
-    ? "keepalived -t needs root (a namespace with the interface it checks): not root"
-    : spawnSync("keepalived", ["--version"]).error
-      ? "keepalived is not installed"
-      : undefined;
-
-test("golden keepalived.conf for three hosts, both families (and keepalived -t accepts it)", (t) => {
-  const r = renderKeepalived(input());
-  assertGolden(`${GOLDEN}/keepalived-lb-1.conf`, r.config);
-  assertGolden(`${GOLDEN}/keepalived-lb-1.tracks.json`, Object.fromEntries(r.trackFiles));
-  assert.deepEqual(r.issues, []);
-  const why = keepalivedTest();
-  if (why) return t.diagnostic(`keepalived -t skipped: ${why}`);
-  // keepalived -t checks the interface: a throwaway namespace with a dummy eth0
-  const ns = createNetns("vrrpconf");
-  const dir = mkdtempSync(join(tmpdir(), "plbvrrp-conf-"));
-  try {
-    spawnSync("ip", ["-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1"]);
-    const conf = join(dir, "k.conf");
-    writeFileSync(conf, r.config);
-    const check = spawnSync("ip", ["netns", "exec", ns, "keepalived", "-t", "-f", conf], {
-      encoding: "utf8",
-    });
-    assert.equal(check.status, 0, `keepalived -t: ${check.stdout}${check.stderr}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-    deleteNetns(ns);
-  }
-});
-
 test("every host renders the same instances (names, VRIDs, orders), each with its own priority", () => {
   const all = [...peers3.keys()].map((self) => keepalivedInstances(input({ self })).instances);
   const shape = (is: (typeof all)[number]) =>

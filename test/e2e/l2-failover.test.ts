@@ -225,7 +225,10 @@ test("L2 on keepalived: election, failovers ≤ 500 ms, adoption, graceful hand-
       );
       assert.ok(gap <= 500, `gap ${gap} ms`);
       assert.ok(both <= 500, `${vip} on both hosts for ${both} ms`);
-      assert.match(lbLog(holder), /removed VIP addresses keepalived left behind \(keepalived exited \(SIGKILL\)\)/);
+      assert.match(
+        lbLog(holder),
+        /removed VIP addresses keepalived left behind \(keepalived exited \(SIGKILL\)\)/,
+      );
       await waitForOwners(lab, elected);
     },
   );
