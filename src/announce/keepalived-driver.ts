@@ -367,6 +367,9 @@ export class KeepalivedDriver implements Announcer {
     // in BACKUP and must not have the kernel answer for VIPs a peer holds
     await this.#cleanAddresses("keepalived was not running");
     this.#states.clear();
+    // a SIGKILLed keepalived leaves its pid files; while its zombie is not reaped yet,
+    // keepalived takes the pid for a running daemon and exits at once ("already running")
+    for (const f of [this.#paths.pid, this.#paths.vrrpPid]) rmSync(f, { force: true });
     const log = openSync(this.#paths.log, "a");
     const [cmd, ...pre] = this.#o.command ?? ["keepalived"];
     const child = spawn(

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -194,6 +194,34 @@ test("keepalived driver: election, reload without flapping, readiness moves a VI
     assert.match(s.reason, /not_ready:no_healthy_backend/);
     await drivers[0]!.update(input(vips));
     await waitFor(`${vip} back on lb-a`, asElected(vips), 2000);
+  });
+
+  await t.test("keepalived killed: its leftover addresses go at once, it is started again", async () => {
+    const vips = [...VIPS, "203.0.113.6"];
+    const mark = events.get("lb-a")!.length;
+    const pid = drivers[0]!.status().pid!;
+    process.kill(-pid, "SIGKILL");
+    await waitFor(
+      "the leftovers removed",
+      () =>
+        events
+          .get("lb-a")!
+          .slice(mark)
+          .some((e) => e.kind === "cleaned"),
+      2000,
+    );
+    await waitFor("keepalived back, every VIP on its first host", asElected(vips), 8000);
+    const after = events.get("lb-a")!.slice(mark);
+    const restarts = after.filter((e) => e.kind === "engine" && e.state === "restarting");
+    t.diagnostic(`after the kill: ${JSON.stringify(restarts)}`);
+    if (restarts.length > 1)
+      t.diagnostic(
+        readFileSync(join(dir, "lb-a", "keepalived.log"), "utf8")
+          .split("\n")
+          .slice(-30)
+          .join("\n"),
+      );
+    assert.notEqual(drivers[0]!.status().pid, pid);
   });
 
   await t.test("a peer change renames the instances; no VIP goes unanswered for long", async () => {

@@ -227,7 +227,7 @@ test("L2 on keepalived: election, failovers ≤ 500 ms, adoption, graceful hand-
       assert.ok(both <= 500, `${vip} on both hosts for ${both} ms`);
       assert.match(
         lbLog(holder),
-        /removed VIP addresses keepalived left behind \(keepalived exited \(SIGKILL\)\)/,
+        /removed VIP addresses keepalived left behind \((adopted )?keepalived exited( \(SIGKILL\))?\)/,
       );
       await waitForOwners(lab, elected);
     },
