@@ -6,9 +6,14 @@
 # dependencies; the runtime image adds the kernel tools the LB host drives. The default user
 # is an unprivileged one (65532), which is all the controller needs. The LB DaemonSet runs
 # as root with NET_ADMIN and NET_RAW (nftables, addresses, policy routes, keepalived's VRRP and
-# gratuitous ARP / unsolicited neighbour advertisements): deploy/lb-daemonset.yaml sets that.
+# gratuitous ARP / unsolicited neighbour advertisements, BIRD's BGP and BFD sockets):
+# deploy/lb-daemonset.yaml sets that explicitly.
+#
+# Node.js 24 (LTS, supported until 2028-04-30) on Debian 13 "trixie": node:20 reached its
+# end of life on 2026-04-30. The code also runs on Node 20 and 22 (package.json `engines`,
+# docs/install.md "Node.js versions"); CI runs 20.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-trixie-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -16,11 +21,15 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:24-trixie-slim
 # nftables: the data plane; iproute2: addresses and policy routes; keepalived: VRRP for
-# `--announce l2` (docs/vip-announce.md); iputils-arping: the lab's and operators' ARP checks.
+# `--announce l2` (docs/vip-announce.md); iputils-arping: the lab's and operators' ARP checks;
+# conntrack: release UDP flows pinned to a node that left a Service's table
+# (docs/dataplane-nftables.md) and remove stale UDP entries on nodes (docs/agent-dataplane.md);
+# bird2: the BGP speaker of `--announce bgp` (docs/vip-announce.md). Both speakers are
+# started by passlb.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nftables iproute2 keepalived iputils-arping \
+  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack bird2 keepalived \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/passlb
 ENV NODE_ENV=production

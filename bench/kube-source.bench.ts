@@ -95,7 +95,7 @@ async function run(label: string, debounce: { quietMs: number; maxMs: number }) 
   let sawLast: (() => void) | undefined;
   const want = String(UPDATES);
   const source = new KubeSnapshotSource({
-    transport: clientNodeTransport(api.kubeConfig()),
+    transport: clientNodeTransport(api.kubeConfig("lb")),
     clock: realClock(),
     random: Math.random,
     config: DEFAULT_CONFIG,

@@ -10,6 +10,8 @@ export const ERROR_CODES = {
   port_in_use: "a listener could not bind its address",
   nft_failed: "nft refused a ruleset transaction",
   nft_unavailable: "the nft command or the kernel's nf_tables is not available",
+  conntrack_failed: "the conntrack tool refused to delete flow entries",
+  conntrack_unavailable: "the conntrack command (Debian package conntrack) is not available",
   route_failed: "ip refused a policy-routing update (rule or route for a node mark)",
   api_unreachable: "the Kubernetes API server could not be reached",
   api_config_invalid: "the kubeconfig or in-cluster configuration could not be loaded",

@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { test } from "node:test";
 import { parseAllDocuments } from "yaml";
+import { parseBindAddress } from "../src/cli/agent-command.ts";
 import { buildProgram } from "../src/cli/program.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import {
@@ -353,13 +354,162 @@ test("workloads: controller Deployment and LB DaemonSet as specified", () => {
   const l = s.containers[0] as Container;
   assert.deepEqual(l.securityContext.capabilities.add?.sort(), ["NET_ADMIN", "NET_RAW"]);
   assert.deepEqual(l.securityContext.capabilities.drop, ["ALL"]);
-  assert.ok(l.args.includes("--dashboard-address=$(HOST_IP):9797"), "the dashboard binds the host's address");
+  assert.ok(
+    l.args.includes("--dashboard-address=[$(HOST_IP)]:9797"),
+    "the dashboard binds the host's address",
+  );
   assert.ok(l.livenessProbe && l.readinessProbe && l.resources?.requests);
   assert.equal(
     l.ports.find((p) => p.name === "dashboard")?.containerPort,
     9797,
     "kubectl passlb status finds the port by name",
   );
+});
+
+type SecurityContext = {
+  runAsUser?: number;
+  runAsNonRoot?: boolean;
+  privileged?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  readOnlyRootFilesystem?: boolean;
+  capabilities?: { add?: string[]; drop?: string[] };
+  seccompProfile?: { type: string };
+};
+type SecuredContainer = {
+  name: string;
+  args: string[];
+  env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports: { name: string; containerPort: number }[];
+  securityContext: SecurityContext;
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+};
+type PodSpec = {
+  hostNetwork?: boolean;
+  hostPID?: boolean;
+  hostIPC?: boolean;
+  securityContext?: SecurityContext;
+  containers: SecuredContainer[];
+  initContainers?: unknown[];
+  volumes?: ({ name: string } & Record<string, unknown>)[];
+};
+const podSpec = (kind: string): PodSpec =>
+  (byKind(kind)[0] as Obj & { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+
+/** the workload's dashboard flag, with each env var its fieldRef names filled in by `ip` */
+function dashboardBinds(
+  c: SecuredContainer,
+  ip: string,
+): { host: string | undefined; port: number } | undefined {
+  const arg = c.args.find((a) => a.startsWith("--dashboard-address="))?.split("=")[1] ?? "";
+  const filled = arg.replace(/\$\((\w+)\)/g, (_m, name: string) => {
+    const ref = c.env?.find((e) => e.name === name)?.valueFrom?.fieldRef?.fieldPath;
+    assert.ok(
+      ref === "status.podIP" || ref === "status.hostIP",
+      `${c.name}: $(${name}) is not the pod's or host's IP`,
+    );
+    return ip;
+  });
+  return parseBindAddress(filled);
+}
+
+function assertHardened(what: string, spec: PodSpec, c: SecuredContainer): void {
+  const sc = c.securityContext;
+  assert.equal(sc.allowPrivilegeEscalation, false, `${what}: allowPrivilegeEscalation`);
+  assert.equal(sc.readOnlyRootFilesystem, true, `${what}: read-only root filesystem`);
+  assert.notEqual(sc.privileged, true, `${what}: privileged`);
+  assert.deepEqual(sc.capabilities?.drop, ["ALL"], `${what}: drops every capability first`);
+  assert.equal(
+    (sc.seccompProfile ?? spec.securityContext?.seccompProfile)?.type,
+    "RuntimeDefault",
+    `${what}: seccomp`,
+  );
+  assert.ok(!spec.hostPID && !spec.hostIPC, `${what}: no host PID or IPC namespace`);
+  assert.equal(spec.initContainers, undefined, `${what}: no init container to harden separately`);
+  // the only writable places are bounded emptyDirs; nothing of the host is mounted
+  for (const v of spec.volumes ?? []) {
+    assert.deepEqual(
+      Object.keys(v).sort(),
+      ["emptyDir", "name"],
+      `${what}: volume ${v.name} is not an emptyDir`,
+    );
+    assert.ok(
+      (v.emptyDir as { sizeLimit?: string }).sizeLimit,
+      `${what}: emptyDir ${v.name} without sizeLimit`,
+    );
+  }
+  // probes: liveness is the process, readiness the API calls (/readyz), on the dashboard port
+  assert.equal(c.livenessProbe.httpGet.path, "/healthz", what);
+  assert.equal(c.readinessProbe.httpGet.path, "/readyz", what);
+  const port = c.ports.find((p) => p.name === c.readinessProbe.httpGet.port)?.containerPort;
+  for (const ip of ["192.0.2.7", "fd00::7"]) {
+    const bind = dashboardBinds(c, ip);
+    assert.ok(bind, `${what}: --dashboard-address does not parse with ${ip} filled in`);
+    assert.equal(
+      bind.host,
+      ip,
+      `${what}: the dashboard binds the one address probes and scrapes use, not all`,
+    );
+    assert.equal(bind.port, port, `${what}: the probes' port is the dashboard's`);
+  }
+}
+
+test("least privilege: the controller runs as non-root with no capability at all", () => {
+  const spec = podSpec("Deployment");
+  const c = spec.containers[0] as SecuredContainer;
+  assert.equal(spec.containers.length, 1);
+  assert.equal(spec.hostNetwork, undefined, "the controller needs no host network");
+  assert.equal(spec.securityContext?.runAsNonRoot, true);
+  assert.ok((spec.securityContext?.runAsUser ?? 0) > 0, "a non-root uid");
+  assert.equal(c.securityContext.runAsNonRoot, true);
+  assert.equal(c.securityContext.capabilities?.add, undefined, "no capability added");
+  assertHardened("controller", spec, c);
+});
+
+test("least privilege: the LB runs with exactly the capabilities its commands use, each named with its reason", () => {
+  const spec = podSpec("DaemonSet");
+  const c = spec.containers[0] as SecuredContainer;
+  assert.equal(spec.containers.length, 1);
+  assert.equal(spec.hostNetwork, true, "it programs the host's own nftables and routes");
+  assert.deepEqual([...(c.securityContext.capabilities?.add ?? [])].sort(), ["NET_ADMIN", "NET_RAW"]);
+  assertHardened("lb", spec, c);
+  // each granted capability is explained, beside the tool that needs it, in the manifest and the docs
+  const manifest = readFileSync(join(DEPLOY, "lb-daemonset.yaml"), "utf8");
+  const install = readFileSync(join(ROOT, "docs", "install.md"), "utf8");
+  const why = { NET_ADMIN: ["nft", "ip rule", "ip addr"], NET_RAW: ["keepalived"] };
+  for (const [cap, tools] of Object.entries(why))
+    for (const text of [manifest, install]) {
+      const line = text.split("\n").find((l) => l.includes(cap) && tools.some((t) => l.includes(t)));
+      assert.ok(line, `${cap} is not explained with ${tools.join("/")}`);
+    }
+  // and the code runs those tools and no other privileged one
+  const used = [
+    "src/dataplane/nft-applier.ts",
+    "src/dataplane/policy-routes.ts",
+    "src/announce/vip-addresses.ts",
+    "src/announce/keepalived-driver.ts",
+  ]
+    .map((f) => readFileSync(join(ROOT, f), "utf8"))
+    .join("\n");
+  for (const tool of ['"nft"', '"ip"', '"keepalived"'])
+    assert.ok(used.includes(tool), `the code no longer runs ${tool}`);
+});
+
+test("the dashboard and metrics bind to loopback unless a flag says otherwise", () => {
+  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
+  const withDashboard = program.commands.filter((c) =>
+    c.options.some((o) => o.long === "--dashboard-address"),
+  );
+  assert.deepEqual(withDashboard.map((c) => c.name()).sort(), ["agent", "controller", "lb", "up"]);
+  for (const c of withDashboard) {
+    const def = String(c.options.find((o) => o.long === "--dashboard-address")?.defaultValue);
+    assert.equal(
+      parseBindAddress(def)?.host,
+      "127.0.0.1",
+      `passlb ${c.name()} --dashboard-address defaults to ${def}`,
+    );
+  }
 });
 
 test("workloads: every flag in the containers' args is a flag of that passlb command", () => {
@@ -403,11 +553,14 @@ test("the Dockerfile builds from files that exist and installs what the LB host 
       assert.ok(existsSync(join(ROOT, src)), `Dockerfile copies ${src}, which does not exist`);
       assert.ok(!ignored.some((i) => src === i || src.startsWith(`${i}/`)), `.dockerignore hides ${src}`);
     }
-  assert.match(text, /^FROM node:20-bookworm-slim AS build$/m);
+  // a supported Node.js LTS on Debian slim, the same in both stages, one the engines allow
+  const bases = [...text.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+  assert.deepEqual(bases, ["node:24-trixie-slim", "node:24-trixie-slim"]);
   assert.match(text, /npm ci/);
   assert.match(text, /npm run build/);
-  for (const pkg of ["nftables", "iproute2", "keepalived", "iputils-arping"])
+  for (const pkg of ["nftables", "iproute2", "iputils-arping", "conntrack", "bird2", "keepalived"])
     assert.match(text, new RegExp(`\\b${pkg}\\b`));
+  assert.doesNotMatch(text, /\bndisc6\b/, "no tool the code does not run");
   assert.match(text, /^USER 65532/m);
   assert.match(text, /^ENTRYPOINT \["passlb"\]$/m);
   for (const m of text.matchAll(/ln -s \/opt\/passlb\/(\S+)/g))
@@ -415,7 +568,17 @@ test("the Dockerfile builds from files that exist and installs what the LB host 
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
     scripts: Record<string, string>;
     bin: Record<string, string>;
+    engines: { node: string };
   };
+  // the image's Node and the CI's (this process) are both among the supported versions
+  const majors = [...pkg.engines.node.matchAll(/\^(\d+)\./g)].map((m) => Number(m[1]));
+  assert.deepEqual(majors, [20, 22, 24]);
+  assert.ok(
+    majors.includes(Number(process.versions.node.split(".")[0])),
+    `Node ${process.version} not in engines`,
+  );
+  const install = readFileSync(join(ROOT, "docs", "install.md"), "utf8");
+  assert.ok(install.includes(pkg.engines.node), "docs/install.md states the engines range");
   assert.ok(pkg.scripts.build);
   assert.equal(pkg.bin["kubectl-passlb"], "bin/kubectl-passlb");
   for (const bin of Object.values(pkg.bin)) accessSync(join(ROOT, bin), constants.X_OK);
@@ -464,6 +627,48 @@ test("kubectl kustomize builds the base and the manage-endpointslices component"
         (o) => o.kind === "ClusterRole" && o.metadata.name === "passlb-controller-endpointslices",
       ),
     );
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
+});
+
+test("the announce-bgp component: its args are passlb lb flags, and kustomize builds it", (t) => {
+  const dir = join(DEPLOY, "components", "announce-bgp");
+  const component = docs(join(dir, "kustomization.yaml"))[0] as { kind: string; patches: { path: string }[] };
+  assert.equal(component.kind, "Component");
+  assert.deepEqual(
+    component.patches.map((p) => p.path).sort(),
+    readdirSync(dir)
+      .filter((f) => f !== "kustomization.yaml")
+      .sort(),
+  );
+  const ops = docs(join(dir, "lb-bgp.yaml"))[0] as unknown as { path: string; value: unknown }[];
+  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
+  const lb = program.commands.find((c) => c.name() === "lb")!;
+  const flags = new Set(lb.options.map((o) => o.long));
+  for (const op of ops.filter((o) => o.path.endsWith("/args/-")))
+    assert.ok(flags.has(String(op.value).split("=")[0]), `passlb lb has no ${op.value}`);
+  assert.match(readFileSync(join(ROOT, "Dockerfile"), "utf8"), /\bbird2\b/);
+  const missing = kustomizeAvailable();
+  if (missing) return t.diagnostic(`${missing}: the build is not checked`);
+  const overlay = mkdtempSync(join(tmpdir(), "plb-kustomize-"));
+  try {
+    const base = relative(overlay, DEPLOY);
+    writeFileSync(
+      join(overlay, "kustomization.yaml"),
+      `resources: [${base}]\ncomponents: [${base}/components/announce-bgp]\n`,
+    );
+    const built = parseAllDocuments(
+      execFileSync("kubectl", ["kustomize", overlay], { encoding: "utf8", timeout: 30_000 }),
+    ).map((d) => d.toJS() as Obj & { spec?: { template?: { spec: Record<string, unknown> } } });
+    const ds = JSON.stringify(built.find((o) => o.kind === "DaemonSet"));
+    for (const s of [
+      "--announce=bgp",
+      "--state-dir=/run/passlb/bgp",
+      "NET_BIND_SERVICE",
+      '"mountPath":"/run/passlb"',
+    ])
+      assert.ok(ds.includes(s), s);
   } finally {
     rmSync(overlay, { recursive: true, force: true });
   }

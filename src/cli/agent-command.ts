@@ -6,7 +6,8 @@
  *
  * With `--dataplane nftables` it also DNATs LoadBalancer VIP traffic to endpoints (table
  * `inet passlb-agent`, src/dataplane/agent-rules.ts), for standalone mode where no
- * kube-proxy does. Its "rules" are that table and the health model: each successful read
+ * kube-proxy does, rejects new connections to listeners without endpoints, and after each
+ * sync deletes UDP/SCTP conntrack entries of endpoints that stopped serving (`conntrack`). Its "rules" are that table and the health model: each successful read
  * of the folder that is applied marks them fresh; a change
  * seen but not applied (the folder is unreadable or has problems, so the last good
  * snapshot is kept) marks them pending, and after 2 × --sync-period they are stale and
@@ -19,6 +20,7 @@ import type { Command } from "commander";
 import { ManifestFolderSource } from "../cluster/manifest-folder-source.ts";
 import { AgentDataplane } from "../dataplane/agent-dataplane.ts";
 import { agentNft } from "../dataplane/agent-nft.ts";
+import { conntrackTool } from "../dataplane/conntrack-tool.ts";
 import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
 import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
 import { realClock } from "../health/clock.ts";
@@ -124,7 +126,7 @@ export function registerAgentCommand(
       // established connections keep flowing; the health checks take the node out of new traffic.
       const dataplane =
         opts.dataplane === "nftables"
-          ? new AgentDataplane({ node: opts.node, nft: agentNft(), log })
+          ? new AgentDataplane({ node: opts.node, nft: agentNft(), conntrack: conntrackTool(), log })
           : undefined;
       const signal = shutdownSignal();
       let proxy: NodeProxy | undefined;

@@ -129,6 +129,15 @@ export function registerControllerCommand(
     }
     await obs.serve();
     const { logger, metrics } = obs;
+    const { kubeApiPolicy } = await import("../cluster/kube-api-health.ts");
+    const { KubeApiMonitor } = await import("../web/kube-api-monitor.ts");
+    const apiCalls = new KubeApiMonitor({
+      now: Date.now,
+      policy: kubeApiPolicy(leaseDurationMs),
+      metrics,
+      logger,
+    });
+    obs.observer.kubeApi(() => apiCalls.report());
     const identity = opts.identity ?? `${hostname()}_${Math.random().toString(36).slice(2, 10)}`;
     const runtime = new ControllerRuntime({
       kubeConfig: found.config,
@@ -139,6 +148,7 @@ export function registerControllerCommand(
       manageEndpointSlices: opts.manageEndpointslices === true,
       clock: realClock(),
       random: Math.random,
+      apiCalls,
       report: {
         onPass: (outcome, ms) => {
           if (outcome.kind === "ok" && outcome.reason !== undefined) return;

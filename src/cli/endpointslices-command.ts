@@ -7,6 +7,7 @@
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
+import { IP_FAMILIES } from "../endpoints/merge-by-family.ts";
 import { proxyView } from "../endpoints/proxy-view.ts";
 import { DEFAULT_MAX_ENDPOINTS_PER_SLICE } from "../endpoints/reconciler.ts";
 import type { SliceFinding } from "../endpoints/slice-writes.ts";
@@ -17,6 +18,7 @@ import {
   slicesForSnapshot,
 } from "../endpoints/snapshot-slices.ts";
 import type { EndpointSlice } from "../k8s/objects.ts";
+import type { IpFamily } from "../net/ip.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -130,16 +132,27 @@ export function registerEndpointSlicesCommand(
   addCommon(
     group
       .command("merge")
-      .description("the endpoints a node's proxy would use per Service port, after merging all slices"),
+      .description(
+        "the endpoints a node's proxy would use per Service port, after merging the slices of each IP family",
+      ),
   )
     .option("--node <name>", "the node whose proxy to show (local endpoints, health check count)")
-    .action(async (opts: CommonOptions & { node?: string }) => {
+    .option(
+      "--family <family>",
+      "IPv4 or IPv6: only that family's proxier (default: both, one after the other)",
+    )
+    .action(async (opts: CommonOptions & { node?: string; family?: string }) => {
       const fmt = format(opts.output, io);
       if (!fmt) return setExitCode(2);
+      if (opts.family !== undefined && opts.family !== "IPv4" && opts.family !== "IPv6") {
+        io.stderr(`error: --family must be IPv4 or IPv6 (got "${opts.family}")\n`);
+        return setExitCode(2);
+      }
+      const families: readonly IpFamily[] = opts.family === undefined ? IP_FAMILIES : [opts.family];
       const snapshot = await loadSnapshot(opts.filename, io, { quiet: fmt !== "text" });
       if (!snapshot) return setExitCode(2);
       const computed = slicesForSnapshot(snapshot);
-      const view = proxyView(computed.endpointSlices, snapshot.nodes, opts.node);
+      const view = proxyView(computed.endpointSlices, snapshot.nodes, opts.node, families);
       const findings = [...computed.findings, ...view.findings];
       if (fmt !== "text") io.stdout(render({ services: view.services, findings }, fmt));
       else {
@@ -147,7 +160,7 @@ export function registerEndpointSlicesCommand(
         for (const s of view.services)
           for (const p of s.ports)
             lines.push(
-              `${s.service} ${p.name || "-"}/${p.protocol}: cluster [${p.clusterEndpoints.join(" ")}]` +
+              `${s.service} ${s.family} ${p.name || "-"}/${p.protocol}: cluster [${p.clusterEndpoints.join(" ")}]` +
                 (opts.node === undefined
                   ? ""
                   : ` local [${p.localEndpoints.join(" ")}] health-check localEndpoints=${p.localReadyEndpoints}`),

@@ -48,7 +48,7 @@ export function addAnnounceOptions(command: Command): void {
   command
     .option(
       "--announce <mode>",
-      "nftables: none, or l2 (VRRP through keepalived on --interface, docs/vip-announce.md)",
+      "nftables: none, l2 (VRRP through keepalived on --interface) or bgp (BIRD, to --bgp-peer routers), docs/vip-announce.md",
       "none",
     )
     .option("--interface <name>", "l2: the segment interface the VIPs are held on and announced from")
@@ -65,8 +65,7 @@ export function addAnnounceOptions(command: Command): void {
     )
     .option(
       "--state-dir <dir>",
-      "l2: keepalived's configuration, pid files, track files and FIFO",
-      "/run/passlb/l2",
+      "l2: keepalived's configuration, pid files, track files and FIFO (default /run/passlb/l2); bgp: BIRD's config, socket, pid and log (default /run/passlb/bgp)",
     )
     .option(
       "--advert-ms <ms>",
@@ -108,7 +107,7 @@ export function announceConfig(flags: AnnounceFlags) {
   for (const [flag, message] of Object.entries(REPLACED_FLAGS))
     if (flags[flag as keyof typeof REPLACED_FLAGS] !== undefined) return message;
   if (flags.announce === "none") return undefined;
-  if (flags.announce !== "l2") return "--announce must be none or l2";
+  if (flags.announce !== "l2") return "--announce must be none, l2 or bgp";
   if (!flags.interface) return "--announce l2 needs --interface";
   const peers = parsePeers(flags.peers);
   if (typeof peers === "string") return peers;

@@ -5,14 +5,18 @@
  * and plan/status-vips.ts (VIPs from status only: the controller assigns them; an LB host
  * never runs address management of its own in this mode).
  */
+
+import { kubeApiPolicy } from "../cluster/kube-api-health.ts";
 import { type FoundKubeConfig, findKubeConfig, type KubeEnv } from "../cluster/kube-config.ts";
 import { KubeSnapshotSource } from "../cluster/kube-source.ts";
 import { clientNodeTransport } from "../cluster/kube-transport.ts";
 import type { SourceRead } from "../cluster/snapshot-source.ts";
+import { sourceReadsReport } from "../cluster/source-reads-report.ts";
 import { PasslbError } from "../errors.ts";
 import { realClock } from "../health/clock.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../k8s/snapshot.ts";
 import { withStatusAddresses } from "../plan/status-vips.ts";
+import { KubeApiMonitor } from "../web/kube-api-monitor.ts";
 import type { Observability } from "./observability.ts";
 
 export interface KubeFlags {
@@ -44,14 +48,21 @@ export function chooseLbInput(flags: KubeFlags, env: KubeEnv): LbInput | string 
   }
 }
 
-/** The API server as the LB's SnapshotSource, its watch restarts and states in metrics and logs. */
+/** The API server as the LB's SnapshotSource, its watch restarts and states in metrics and
+ * logs, and its failing reads in the error log, `passlb_kube_api_failing` and `/readyz`. */
 export function kubeLbSource(input: Extract<LbInput, { kind: "kube" }>, obs: Observability | undefined) {
+  const monitor =
+    obs &&
+    new KubeApiMonitor({ now: Date.now, policy: kubeApiPolicy(0), metrics: obs.metrics, logger: obs.logger });
+  if (monitor) obs?.observer.kubeApi(() => monitor.report());
+  const reads = monitor && sourceReadsReport(monitor);
   const source = new KubeSnapshotSource({
     transport: clientNodeTransport(input.found.config),
     clock: realClock(),
     random: Math.random,
     config: { ...DEFAULT_CONFIG, defaultClass: input.defaultClass },
-    onRestart: (resource, reason, detail, delayMs) => {
+    onRestart: (resource, reason, detail, delayMs, status) => {
+      reads?.onRestart?.(resource, reason, detail, delayMs, status);
       obs?.metrics.kubeWatchRestart(resource, reason);
       obs?.logger.log(
         reason === "closed" ? "debug" : reason === "error" ? "warn" : "info",
@@ -59,12 +70,14 @@ export function kubeLbSource(input: Extract<LbInput, { kind: "kube" }>, obs: Obs
         `${resource}: ${detail}`,
       );
     },
-    onState: (resource, state, detail) =>
+    onState: (resource, state, detail) => {
+      reads?.onState?.(resource, state, detail);
       obs?.logger.log(
         state === "backoff" ? "warn" : "debug",
         { event: "kube_watch", reason: state, resource },
         `${resource}: ${state}${detail ? ` (${detail})` : ""}`,
-      ),
+      );
+    },
   });
   return source;
 }

@@ -25,6 +25,7 @@ import { lbPeersFromNodes, type PeerLabel } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
+import { conntrackTool } from "../dataplane/conntrack-tool.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
 import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
@@ -44,6 +45,13 @@ import {
   describeAnnounceEvent,
   keepalivedAnnouncer,
 } from "./lb-announce.ts";
+import {
+  addBgpOptions,
+  type BgpAnnounce,
+  type BgpFlags,
+  bgpAnnounceConfig,
+  startBgpAnnounce,
+} from "./lb-announce-bgp.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
@@ -53,7 +61,7 @@ export interface KubeLbRun {
   readonly prepare: (read: Extract<SourceRead, { ok: true }>) => { snapshot: Snapshot; degraded: boolean };
 }
 
-export interface NftLbFlags extends AnnounceFlags {
+export interface NftLbFlags extends AnnounceFlags, BgpFlags {
   filename: string[];
   manifests: string[];
   table: string;
@@ -94,6 +102,7 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "10000",
     );
   addAnnounceOptions(command);
+  addBgpOptions(command);
 }
 
 export async function runNftablesLb(
@@ -128,8 +137,15 @@ export async function runNftablesLb(
   if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
     return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
-  const announceWith = announceConfig(flags);
+  // --announce bgp (lb-announce-bgp.ts): the routed LB tier; l2 otherwise
+  const bgpWith = bgpAnnounceConfig(flags);
+  if (typeof bgpWith === "string") return usage(io, bgpWith);
+  const announceWith = bgpWith ? undefined : announceConfig(flags);
   if (typeof announceWith === "string") return usage(io, announceWith);
+  let bgp: BgpAnnounce | undefined;
+  let bgpKept = new Set<string>();
+  let bgpPassOk = false;
+  let lastPlanned: { service: string; vips: { address: string; family: "IPv4" | "IPv6" }[] }[] = [];
 
   const nft = adapters.nft ?? createNftApplier();
   try {
@@ -158,6 +174,12 @@ export async function runNftablesLb(
   });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
+    if (e.kind === "kept_last_good") bgpKept.add(e.service);
+    if (e.kind === "synced" || e.kind === "sync_failed") {
+      bgpPassOk = e.kind === "synced";
+      bgp?.passDone(controller.forwarding, bgpPassOk, bgpKept);
+      bgpKept = new Set();
+    }
     if (e.kind === "synced") {
       synced();
       syncs++;
@@ -177,7 +199,11 @@ export async function runNftablesLb(
     } else if (e.kind !== "adopted" && describe(e) !== lastNote) {
       // a retried failure repeats its message: one event until it changes
       lastNote = describe(e);
-      obs.observer.note({ event: e.kind, severity: "warning", message: lastNote });
+      obs.observer.note({
+        event: e.kind,
+        severity: e.kind === "flows_released" ? "info" : "warning",
+        message: lastNote,
+      });
     }
   };
   // health: the prober plugs in as one HealthSource (members are `unknown`, i.e. serving,
@@ -222,6 +248,7 @@ export async function runNftablesLb(
     debounceMs: 5,
     driftCheckMs: flags.once ? 0 : driftMs,
     onEvent: log,
+    conntrack: conntrackTool(),
   });
   pushAnnounce = () => {
     if (announce) void announce.update(announceInput());
@@ -244,14 +271,27 @@ export async function runNftablesLb(
   });
   const announceRead = (snapshot: Snapshot, plans: ReturnType<typeof planSnapshot>["plans"]) => {
     lastVips = plans.flatMap((p) => p.vips.map((v) => v.address));
+    lastPlanned = plans.map((p) => ({ service: p.service, vips: p.vips.map((v) => ({ ...v })) }));
+    bgp?.setPlanned(lastPlanned);
     lastNodes = snapshot.nodes;
     pushAnnounce();
   };
   const beginAnnounce = async (): Promise<boolean> => {
-    if (!announceWith) return true;
+    if (!announceWith && !bgpWith) return true;
     let waited: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([firstSync, new Promise((r) => (waited = setTimeout(r, 10_000)))]);
     clearTimeout(waited);
+    if (bgpWith) {
+      const started = await startBgpAnnounce(bgpWith, (line) => io.stderr(`passlb lb: ${line}\n`), obs, {
+        planned: lastPlanned,
+        programmed: controller.forwarding,
+        ok: bgpPassOk,
+      });
+      if (typeof started === "string") io.stderr(`error: --announce bgp: ${started}\n`);
+      else bgp = started;
+      return typeof started !== "string";
+    }
+    if (!announceWith) return true;
     const peers = announceWith.peerLabel
       ? labelledPeers(lastNodes, announceWith.peerLabel)
       : announceWith.peers;
@@ -320,6 +360,7 @@ export async function runNftablesLb(
     } else if (await beginAnnounce()) await aborted;
     else code = 1;
     await announce?.stop({ graceful: true });
+    await bgp?.stop();
     await kube.source.close();
     await controller.stop();
     await prober?.close();
@@ -399,6 +440,7 @@ export async function runNftablesLb(
   });
   if (counterTimer) clearInterval(counterTimer);
   await announce?.stop({ graceful: true });
+  await bgp?.stop();
   await controller.stop();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
@@ -437,5 +479,9 @@ function describe(e: LbEvent): string {
       return `policy routes not fully installed (retrying): ${(e.error as Error).message}`;
     case "kept_last_good":
       return `${e.service}: kept its last good data plane (${e.reason})`;
+    case "flows_released":
+      return `${e.service}: released ${e.flows} pinned flow(s) of ${e.node}, which left its table`;
+    case "flows_release_failed":
+      return `${e.service}: could not release the pinned flows of ${e.node}: ${(e.error as Error).message}`;
   }
 }

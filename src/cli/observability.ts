@@ -2,7 +2,7 @@
  * The observability wiring every long-running command shares, so each command adds it in
  * a few lines: the `--dashboard-address` and `--log-level` flags, the JSON-lines logger
  * on the command's stderr, the Metrics registry, the Observer, and the dashboard server
- * (page, `/api/v1/state`, `/metrics`, `/healthz`).
+ * (page, `/api/v1/state`, `/metrics`, `/healthz`, `/readyz`).
  *
  * A dashboard that cannot bind (port in use) is a logged finding, not a failed command:
  * the data path matters more than its window. `off` (or an empty address) disables it.
@@ -73,6 +73,7 @@ export async function startObservability(
       host: bind.host ?? "::",
       port: bind.port,
       state: () => observer.state(),
+      readiness: () => observer.readiness(),
       metrics,
     });
     try {

@@ -102,6 +102,7 @@ export interface KubeSourceOptions {
     reason: RestartReason,
     detail: string,
     delayMs: number,
+    status?: number,
   ) => void;
   readonly onState?: (resource: KubeResourceName, state: WatchState, detail: string) => void;
 }
@@ -157,7 +158,8 @@ export class KubeSnapshotSource implements SnapshotSource {
           }),
           ...(options.pageSize !== undefined && { pageSize: options.pageSize }),
           onChange: () => this.#changed(),
-          onRestart: (reason, detail, delay) => options.onRestart?.(name, reason, detail, delay),
+          onRestart: (reason, detail, delay, status) =>
+            options.onRestart?.(name, reason, detail, delay, status),
           onState: (state, detail) => options.onState?.(name, state, detail),
         }),
       );

@@ -58,8 +58,9 @@ export interface ReflectorOptions {
   readonly minWatchTimeoutSeconds?: number;
   /** the store changed */
   readonly onChange: () => void;
-  /** the loop starts over; delayMs is 0 when it does so at once */
-  readonly onRestart?: (reason: RestartReason, detail: string, delayMs: number) => void;
+  /** the loop starts over; delayMs is 0 when it does so at once; `status`: the HTTP status
+   * of a refused list or watch (undefined when no answer came, or for other reasons) */
+  readonly onRestart?: (reason: RestartReason, detail: string, delayMs: number, status?: number) => void;
   readonly onState?: (state: WatchState, detail: string) => void;
 }
 
@@ -169,7 +170,7 @@ export class ResourceReflector {
     }, delayMs);
   }
 
-  #restart(reason: RestartReason, detail: string, backoff: boolean): void {
+  #restart(reason: RestartReason, detail: string, backoff: boolean, status?: number): void {
     if (this.#stopped) return;
     let delay = 0;
     if (backoff) {
@@ -177,7 +178,7 @@ export class ResourceReflector {
       delay = backoffDelay(this.#failures, this.#o.backoff ?? DEFAULT_BACKOFF, this.#o.random);
       this.#setState("backoff", `${detail}; retry in ${delay} ms`);
     }
-    this.#o.onRestart?.(reason, detail, delay);
+    this.#o.onRestart?.(reason, detail, delay, status);
     this.#schedule(delay);
   }
 
@@ -193,7 +194,8 @@ export class ResourceReflector {
           this.#o.pageSize === undefined ? {} : { limit: this.#o.pageSize },
         );
       } catch (e) {
-        if (generation === this.#generation) this.#restart("error", `list: ${message(e)}`, true);
+        if (generation === this.#generation)
+          this.#restart("error", `list: ${message(e)}`, true, httpStatus(e));
         return;
       }
       if (generation !== this.#generation || this.#stopped) return;
@@ -247,6 +249,7 @@ export class ResourceReflector {
     let events = 0;
     let expired = false;
     let failure = "";
+    let failureStatus: number | undefined;
     let done = false;
     const onEvent = (type: string, object: unknown) => {
       if (generation !== this.#generation) return;
@@ -269,8 +272,10 @@ export class ResourceReflector {
         case "ERROR": {
           const status = object as { code?: number; reason?: string; message?: string };
           if (status?.code === 410) expired = true;
-          else
+          else {
             failure = `watch error ${status?.code ?? "?"} ${status?.reason ?? ""}: ${status?.message ?? ""}`;
+            failureStatus = typeof status?.code === "number" ? status.code : undefined;
+          }
           return;
         }
         default:
@@ -292,7 +297,7 @@ export class ResourceReflector {
         this.#rv = "";
         this.#restart("expired", "resource version too old (410 Gone): list again", false);
       } else if (err || failure) {
-        this.#restart("error", `watch: ${failure || message(err)}`, true);
+        this.#restart("error", `watch: ${failure || message(err)}`, true, failureStatus ?? status);
       } else if (events === 0 && lasted < QUICK_CLOSE_MS) {
         this.#restart("closed", "the server closed the watch at once", true);
       } else {
@@ -333,6 +338,12 @@ export class ResourceReflector {
 
 function keyOf(obj: RawObject): string {
   return `${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+}
+
+/** The HTTP status of a refused request: PasslbError details.status (kube-transport.ts). */
+function httpStatus(e: unknown): number | undefined {
+  const s = (e as { details?: { status?: unknown } } | null)?.details?.status;
+  return typeof s === "number" ? s : undefined;
 }
 
 function message(e: unknown): string {

@@ -8,17 +8,25 @@
  * With `manageEndpointSlices` it also watches Pods and writes passlb's own EndpointSlices for
  * the Services it owns (slice-sync.ts).
  *
+ * With `apiCalls`, every request's outcome goes to that sink (observed-api.ts for the loop's
+ * and the elector's, source-reads-report.ts for the source's lists and watches, SliceSync's
+ * own), which turns repeated refusals into the loud failure signals (docs/kubernetes.md
+ * "When the API server refuses").
+ *
  * Deliberately not here: flags, logging format, process signals (cli/controller-command.ts).
  */
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeApiCallSink } from "../cluster/kube-api-health.ts";
 import { KubeSnapshotSource } from "../cluster/kube-source.ts";
 import { clientNodeTransport } from "../cluster/kube-transport.ts";
+import { sourceReadsReport } from "../cluster/source-reads-report.ts";
 import type { Clock } from "../health/clock.ts";
 import { ControllerLoop, type ControllerLoop as Loop, type LoopReport } from "./controller-loop.ts";
 import type { ControllerOptions } from "./controller-writes.ts";
 import { KubeControllerApi, KubeLeaseApi } from "./kube-controller-api.ts";
 import { DEFAULT_ELECTION_TIMING, type ElectionConfig, LEASE_NAME } from "./leader-election.ts";
 import { LeaseElector } from "./lease-elector.ts";
+import { observedControllerApi, observedLeaseApi } from "./observed-api.ts";
 import { SliceSync } from "./slice-sync.ts";
 
 export const CONTROLLER_COMPONENT = "passlb-controller";
@@ -35,6 +43,8 @@ export interface ControllerRuntimeOptions {
   readonly manageEndpointSlices?: boolean;
   readonly clock: Clock;
   readonly random: () => number;
+  /** told of every API call's outcome (web/kube-api-monitor.ts): the loud failure signals */
+  readonly apiCalls?: KubeApiCallSink;
   /** test speed-ups: source debounce and reflector backoff, loop backoff */
   readonly tuning?: {
     readonly debounce?: { quietMs: number; maxMs: number };
@@ -68,27 +78,30 @@ export class ControllerRuntime {
       pods: o.manageEndpointSlices === true,
       ...(tuning.debounce && { debounce: tuning.debounce }),
       ...(tuning.sourceBackoff && { backoff: tuning.sourceBackoff }),
+      ...(o.apiCalls && sourceReadsReport(o.apiCalls)),
     });
     const election: ElectionConfig = { ...DEFAULT_ELECTION_TIMING, ...o.election, identity: o.identity };
     if (election.renewDeadlineMs >= election.leaseDurationMs)
       throw new Error("the renew deadline must be shorter than the lease duration");
-    this.elector = new LeaseElector(
-      new KubeLeaseApi(o.kubeConfig, o.namespace, LEASE_NAME),
-      election,
-      o.clock,
-      {
-        onLeading: (leading) => {
-          o.report?.onLeading?.(leading);
-          if (leading) {
-            this.loop.notify();
-            this.slices?.notify();
-          }
-        },
-        onError: (e) => o.report?.onLeaseError?.(e),
+    const calls = o.apiCalls;
+    const leaseApi = new KubeLeaseApi(o.kubeConfig, o.namespace, LEASE_NAME);
+    const controllerApi = new KubeControllerApi(o.kubeConfig, {
+      component: CONTROLLER_COMPONENT,
+      instance: o.identity,
+    });
+    this.elector = new LeaseElector(calls ? observedLeaseApi(leaseApi, calls) : leaseApi, election, o.clock, {
+      onLeading: (leading) => {
+        o.report?.onLeading?.(leading);
+        if (leading) {
+          this.loop.notify();
+          this.slices?.notify();
+        }
       },
-    );
+      onError: (e) => o.report?.onLeaseError?.(e),
+      onSettled: () => calls?.ok("lease"),
+    });
     this.loop = new ControllerLoop({
-      api: new KubeControllerApi(o.kubeConfig, { component: CONTROLLER_COMPONENT, instance: o.identity }),
+      api: calls ? observedControllerApi(controllerApi, calls) : controllerApi,
       view: () => {
         const snapshot = this.source.snapshot;
         return snapshot ? { services: snapshot.services, pools: this.source.ipPools } : undefined;
@@ -106,6 +119,7 @@ export class ControllerRuntime {
           isLeader: () => this.elector.isLeader(),
           snapshot: () => this.source.snapshot,
           clock: o.clock,
+          ...(calls && { calls }),
           ...(o.report?.onSliceError && { onError: o.report.onSliceError }),
           ...(o.report?.onSliceWrites && { onWrites: o.report.onSliceWrites }),
         })

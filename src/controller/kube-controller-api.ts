@@ -5,6 +5,11 @@
  * (`api_conflict`) rather than a lost update. Objects come back decoded by passlb's zod
  * schemas; client-node's Date fields are turned back into their JSON strings first.
  *
+ * Times on the wire are the server's own forms: MicroTime (Lease acquireTime/renewTime)
+ * with six fractional digits through client-node's V1MicroTime; Time (Event timestamps,
+ * condition lastTransitionTime, anything read back and written again) to the second through
+ * KubeTime and `plain` (kube-wire-times.test.ts checks the bytes sent).
+ *
  * Errors: one PasslbError per failure — `api_conflict` (409), `api_not_found` (404),
  * `api_request_failed` (other 4xx), `api_unreachable` (no answer, 429, 5xx). Deliberately not
  * here: retries and backoff (the loop owns them).
@@ -80,8 +85,64 @@ function statusMessage(body: unknown): string {
   }
 }
 
-/** client-node model objects (Dates inside) back to plain JSON. */
-const plain = (o: unknown): unknown => JSON.parse(JSON.stringify(o));
+/**
+ * metav1.Time on the wire: RFC 3339 to the second (apimachinery pkg/apis/meta/v1/time.go,
+ * MarshalJSON: `t.UTC().Format(time.RFC3339)`). A plain Date would serialise milliseconds,
+ * which kube-apiserver happens to accept on input (Go's time.Parse takes a fraction the
+ * layout lacks) but never sends; passlb writes what the server writes. The counterpart of
+ * client-node's V1MicroTime (six digits, micro_time.go RFC3339Micro).
+ */
+export class KubeTime extends Date {
+  override toISOString(): string {
+    return `${super.toISOString().slice(0, 19)}Z`;
+  }
+}
+
+/**
+ * client-node model objects back to plain JSON: the generated deserialiser turns every
+ * metav1.Time into a Date (and leaves MicroTime fields as the server's strings); such a
+ * Date goes back as the server sent it, to the second, not as toISOString's milliseconds.
+ */
+export function plain(o: unknown): unknown {
+  return JSON.parse(
+    JSON.stringify(o, function (this: Record<string, unknown>, key, value: unknown) {
+      const raw = this[key];
+      return raw instanceof Date && !(raw instanceof V1MicroTime)
+        ? new KubeTime(raw.getTime()).toISOString()
+        : value;
+    }),
+  );
+}
+
+/** The core/v1 Event the controller creates for `event` (Time fields to the second). */
+export function eventBody(
+  event: ControllerEvent,
+  nowMs: number,
+  identity: { component: string; instance: string },
+): CoreV1Event {
+  const t = event.target;
+  const namespace = t.namespace ?? "default";
+  const time = new KubeTime(nowMs);
+  return {
+    metadata: { generateName: `${t.name}.`, namespace },
+    involvedObject: {
+      apiVersion: t.apiVersion,
+      kind: t.kind,
+      name: t.name,
+      ...(t.namespace === undefined ? {} : { namespace: t.namespace }),
+      ...(t.uid === undefined ? {} : { uid: t.uid }),
+    },
+    reason: event.reason,
+    message: event.message.slice(0, 1024),
+    type: event.type,
+    count: 1,
+    firstTimestamp: time,
+    lastTimestamp: time,
+    source: { component: identity.component },
+    reportingComponent: identity.component,
+    reportingInstance: identity.instance,
+  };
+}
 
 function decodeService(o: unknown): Service {
   return ServiceSchema.parse({ apiVersion: "v1", kind: "Service", ...(plain(o) as object) });
@@ -178,29 +239,9 @@ export class KubeControllerApi implements ControllerApi {
 
   async recordEvent(event: ControllerEvent, nowMs: number): Promise<void> {
     const t = event.target;
-    const namespace = t.namespace ?? "default";
-    const time = new Date(nowMs);
-    const body: CoreV1Event = {
-      metadata: { generateName: `${t.name}.`, namespace },
-      involvedObject: {
-        apiVersion: t.apiVersion,
-        kind: t.kind,
-        name: t.name,
-        ...(t.namespace === undefined ? {} : { namespace: t.namespace }),
-        ...(t.uid === undefined ? {} : { uid: t.uid }),
-      },
-      reason: event.reason,
-      message: event.message.slice(0, 1024),
-      type: event.type,
-      count: 1,
-      firstTimestamp: time,
-      lastTimestamp: time,
-      source: { component: this.#component },
-      reportingComponent: this.#component,
-      reportingInstance: this.#instance,
-    };
+    const body = eventBody(event, nowMs, { component: this.#component, instance: this.#instance });
     await call(`record Event ${event.reason} on ${t.kind} ${t.name}`, () =>
-      this.#core.createNamespacedEvent({ namespace, body }),
+      this.#core.createNamespacedEvent({ namespace: t.namespace ?? "default", body }),
     );
   }
 }
@@ -210,7 +251,7 @@ const leaseRecord = (l: V1Lease): LeaseRecord => {
   return { spec: s, resourceVersion: l.metadata?.resourceVersion ?? "" };
 };
 
-const leaseSpec = (s: LeaseSpec): NonNullable<V1Lease["spec"]> => ({
+export const leaseSpec = (s: LeaseSpec): NonNullable<V1Lease["spec"]> => ({
   ...(s.holderIdentity == null ? {} : { holderIdentity: s.holderIdentity }),
   ...(s.leaseDurationSeconds == null ? {} : { leaseDurationSeconds: s.leaseDurationSeconds }),
   // MicroTime on the wire: RFC 3339 with exactly six fractional digits (apimachinery

@@ -22,6 +22,8 @@ export interface ElectorEvents {
   readonly onLeading?: (leading: boolean) => void;
   /** a Lease call failed (not a lost race) */
   readonly onError?: (error: unknown) => void;
+  /** an attempt ended well: renewed, took over, or waits for a live holder */
+  readonly onSettled?: () => void;
 }
 
 export class LeaseElector {
@@ -101,7 +103,10 @@ export class LeaseElector {
     this.#resourceVersion = current?.resourceVersion;
     const { state, decision } = leaseStep(this.#state, current?.spec, now, this.#config);
     this.#state = state;
-    if (decision.action === "wait") return;
+    if (decision.action === "wait") {
+      this.#settled();
+      return;
+    }
     try {
       const written =
         decision.action === "create"
@@ -114,7 +119,18 @@ export class LeaseElector {
       const code = (e as { code?: string }).code;
       const conflict = code === "api_conflict";
       this.#state = afterLeaseWrite(this.#state, undefined, now, conflict ? "conflict" : "error");
+      // a lost race settles nothing yet: the next read shows the winner (and the wait is a success)
       if (!conflict) this.#events.onError?.(e);
+      return;
+    }
+    this.#settled();
+  }
+
+  #settled(): void {
+    try {
+      this.#events.onSettled?.();
+    } catch (e) {
+      this.#events.onError?.(e);
     }
   }
 

@@ -8,6 +8,7 @@
  * watch delivers the new slices never creates them twice.
  */
 import { DiscoveryV1Api, type KubeConfig, type V1EndpointSlice } from "@kubernetes/client-node";
+import type { KubeApiCallSink } from "../cluster/kube-api-health.ts";
 import type { Clock, TimerHandle } from "../health/clock.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { apiError } from "./kube-controller-api.ts";
@@ -20,6 +21,8 @@ export interface SliceSyncOptions {
   readonly snapshot: () => Snapshot | undefined;
   readonly clock: Clock;
   readonly retryMs?: number;
+  /** told of every write's outcome (the `endpointslices` channel) */
+  readonly calls?: KubeApiCallSink;
   readonly onError?: (what: string, error: Error) => void;
   readonly onWrites?: (n: number) => void;
 }
@@ -132,10 +135,16 @@ export class SliceSync {
         try {
           const result = (await call()) as { metadata?: { name?: string; namespace?: string } } | undefined;
           writes++;
+          this.#o.calls?.ok("endpointslices");
           if (what.startsWith("create") && result?.metadata?.name)
             expect.created.add(`${result.metadata.namespace ?? "default"}/${result.metadata.name}`);
         } catch (e) {
           const err = apiError(e, what);
+          this.#o.calls?.failed(
+            "endpointslices",
+            { verb: what.split(" ")[0] ?? "", resource: "endpointslices" },
+            err,
+          );
           if (err.code === "api_not_found") continue;
           failed = true;
           this.#o.onError?.(what, err);

@@ -7,11 +7,16 @@
  * Rules, as kube-proxy applies them to traffic for a LoadBalancer ingress IP
  * (specs/endpointslice.md §3.3, kubernetes pkg/proxy/topology.go, pkg/proxy/nftables):
  *   - externalTrafficPolicy Local: only this node's ready endpoints, else its serving and
- *     terminating ones (`categorizeEndpoints`); the client address is kept; none → drop;
+ *     terminating ones (`categorizeEndpoints`); the client address is kept;
  *   - externalTrafficPolicy Cluster: the cluster's ready endpoints (topology hints apply),
  *     else serving and terminating ones; a connection sent to an endpoint on another node
- *     is masqueraded so the reply comes back through this node; none → drop (kube-proxy
- *     rejects; a drop is enough for the lab and keeps the ruleset in one nat table);
+ *     is masqueraded so the reply comes back through this node;
+ *   - nothing to send to: when the Service port has no usable endpoint anywhere
+ *     (`hasAnyEndpoints` false) new connections are rejected (TCP gets an ICMP port
+ *     unreachable, which Linux reports as ECONNREFUSED); when it has endpoints but none
+ *     this node may use (eTP Local, none here) they are dropped. kubernetes
+ *     pkg/proxy/nftables/proxier.go `syncProxyRules`: `!hasEndpoints` → `goto reject-chain`
+ *     (whose one rule is `reject`), `!hasExternalEndpoints` → `drop`;
  *   - only endpoints of the VIP's family;
  *   - `loadBalancerSourceRanges`: other sources are dropped (kube-proxy's firewall chain);
  *   - sessionAffinity ClientIP: the endpoint is a hash of the client address (kube-proxy
@@ -61,8 +66,14 @@ export interface AgentRule {
   /** allowed client CIDRs of the VIP's family; null means every source */
   readonly sourceRanges: readonly string[] | null;
   readonly pick: "random" | "client-ip";
-  /** sorted by address then port; empty means drop */
+  /** sorted by address then port; empty means reject (`noEndpoints`) or drop */
   readonly targets: readonly AgentTarget[];
+  /** no usable endpoint anywhere (ready, or serving and terminating): reject new connections */
+  readonly noEndpoints: boolean;
+  /** addresses of every serving endpoint of the VIP's family, whatever the policy, sorted:
+   * what UDP/SCTP conntrack entries may still point at (`conntrack-cleanup.ts`, as
+   * kube-proxy's `CleanStaleEntries` uses `IsServing`) */
+  readonly serving: readonly string[];
   /** targets are serving but terminating endpoints (nothing else was left) */
   readonly terminatingFallback: boolean;
 }
@@ -100,6 +111,8 @@ export function agentRules(input: AgentRulesInput): AgentRule[] {
           sourceRanges: ranges,
           pick: plan.sessionAffinity.type === "ClientIP" ? "client-ip" : "random",
           targets,
+          noEndpoints: !sets.hasAnyEndpoints,
+          serving: [...new Set(sameFamily.filter((e) => e.serving).map((e) => e.address))].sort(compare),
           terminatingFallback: chosen.length > 0 && chosen.every((e) => !e.ready),
         });
       }

@@ -8,7 +8,14 @@
  *     interface;
  *   - a listener chain drops sources outside the ranges, marks Cluster traffic for
  *     masquerade, then DNATs to `numgen random` (or `jhash` of the client address for
- *     ClientIP affinity) mod N over a map of `address . port`;
+ *     ClientIP affinity) mod N over a map of `address . port`; with nothing to DNAT to it
+ *     drops (eTP Local, no endpoint here) or, when the Service port has no endpoint at
+ *     all, lets the packet on to be rejected;
+ *   - `reject-forward` / `reject-input` (filter, forward and input hooks, priority -10):
+ *     a new connection to a listener in `no-endpoints4/6` is rejected (`reject`: ICMP or
+ *     ICMPv6 port unreachable), as kube-proxy's `reject-chain` does, from its filter chains
+ *     on the forward/input/output hooks (kubernetes pkg/proxy/nftables/proxier.go; the
+ *     kernel accepts `reject` only on those hooks, not in a nat prerouting chain);
  *   - `guard` (filter, after dstnat): what is still addressed to a VIP on a port no
  *     listener serves is dropped instead of being routed back out (no endpoint and refused
  *     sources are dropped in the listener chain already); a listener's packet whose NAT an
@@ -65,6 +72,12 @@ export function agentRuleset(rules: readonly AgentRule[]): string {
     if (mine.length > 0)
       out(`    elements = { ${mine.map((r) => `${r.vip} . ${r.protocol} . ${r.port}`).join(", ")} }`);
     out("  }");
+    const rejected = mine.filter((r) => r.targets.length === 0 && r.noEndpoints);
+    out(`  set no-endpoints${f.n} {`);
+    out(`    type ${f.addrType} . inet_proto . inet_service`);
+    if (rejected.length > 0)
+      out(`    elements = { ${rejected.map((r) => `${r.vip} . ${r.protocol} . ${r.port}`).join(", ")} }`);
+    out("  }");
     out(`  map listeners${f.n} {`);
     out(`    type ${f.addrType} . inet_proto . inet_service : verdict`);
     if (mine.length > 0) {
@@ -90,7 +103,8 @@ export function agentRuleset(rules: readonly AgentRule[]): string {
       else out(`    ${f.proto} saddr != { ${r.sourceRanges.join(", ")} } drop`);
     }
     if (r.targets.length === 0) {
-      out("    drop");
+      // no endpoint at all: left undone here, rejected by reject-forward/-input
+      if (!r.noEndpoints) out("    drop");
     } else {
       if (r.targets.some((t) => t.remote)) out(`    meta mark set meta mark | ${mark}`);
       const pick =
@@ -112,6 +126,13 @@ export function agentRuleset(rules: readonly AgentRule[]): string {
   out("    ip daddr @vips4 drop");
   out("    ip6 daddr @vips6 drop");
   out("  }");
+  for (const hook of ["forward", "input"]) {
+    out(`  chain reject-${hook} {`);
+    out(`    type filter hook ${hook} priority -10; policy accept;`);
+    out("    ct state new ip daddr . meta l4proto . th dport @no-endpoints4 reject");
+    out("    ct state new ip6 daddr . meta l4proto . th dport @no-endpoints6 reject");
+    out("  }");
+  }
   out("  chain postrouting {");
   out("    type nat hook postrouting priority srcnat; policy accept;");
   out(`    meta mark & ${mark} == ${mark} ip daddr @remote-endpoints4 masquerade`);

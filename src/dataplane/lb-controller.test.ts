@@ -4,6 +4,7 @@ import { readManifests } from "../cluster/manifest-files.ts";
 import { PasslbError } from "../errors.ts";
 import { decodeDocuments } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
+import type { ConntrackDriver, ConntrackFilter } from "./conntrack-tool.ts";
 import { FakeNftApplier } from "./fake-nft-applier.ts";
 import type { HealthLookup, HealthState } from "./forwarding-state.ts";
 import { type HealthSource, LbController, type LbEvent } from "./lb-controller.ts";
@@ -47,7 +48,10 @@ class FakeRoutes implements RouteApplier {
   }
 }
 
-function controller(nft: FakeNftApplier, extra: { health?: HealthSource; routes?: RouteApplier } = {}) {
+function controller(
+  nft: FakeNftApplier,
+  extra: { health?: HealthSource; routes?: RouteApplier; conntrack?: ConntrackDriver } = {},
+) {
   const events: LbEvent[] = [];
   const c = new LbController({
     table: "passlb",
@@ -249,4 +253,43 @@ test("per-node traffic: the kernel's node counters, named by node", async () => 
     services.find((s) => s.service === "edge/web"),
     { service: "edge/web", packets: 2, bytes: 120 },
   );
+});
+
+test("UDP flows pinned to a node that left a Service's tables are released; TCP and SCTP ones stay", async () => {
+  const nft = new FakeNftApplier();
+  const health = new FakeHealth();
+  const asked: ConntrackFilter[] = [];
+  const conntrack: ConntrackDriver = {
+    deleteFlows: async (f) => {
+      asked.push(f);
+      return 2;
+    },
+    listReplySources: async () => assert.fail("the LB host never lists"),
+  };
+  const { c, events } = controller(nft, { health, conntrack });
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"));
+  await c.settled();
+  assert.equal(asked.length, 0, "the first pass moves nothing");
+  const settled = c.settled();
+  health.set("node-a2", "unhealthy");
+  await settled;
+  const live = c.current!.sets.get("live")!.elements;
+  const a2 = [...c.current!.sets.get("nexthops4")!.elements].find(([, addr]) => addr === "198.51.100.12")![0];
+  assert.ok(live.has(a2), "node-a2 is still live (a member; established TCP keeps it)");
+  assert.deepEqual(
+    asked
+      .map((f) => `${f.family} ${f.protocol} ${f.origPortDst} ${f.mark === Number(a2) ? "node-a2" : f.mark}`)
+      .sort(),
+    ["IPv4 udp 53 node-a2"],
+  );
+  assert.ok(asked.every((f) => f.replySrc === undefined && f.origDst.startsWith("203.0.113.")));
+  assert.deepEqual(
+    events.filter((e) => e.kind === "flows_released").map((e) => e.kind === "flows_released" && e.service),
+    ["edge/dns UDP/53"],
+  );
+  // nothing changes: nothing more is released
+  await c.syncOnce();
+  assert.equal(asked.length, 1);
+  await c.stop();
 });

@@ -19,10 +19,15 @@
  *   hashes; every `elementCheckEvery`-th time with elements) and compared with what we
  *   last applied; any difference → full sync.
  * - Bad input never corrupts what works (lb-forwardings.ts keeps last good forwardings).
+ * - After an applied pass, UDP flows pinned to a node that left a listener's tables
+ *   (and is still live for other Services) are released (lb-flow-release.ts) through the
+ *   optional ConntrackDriver.
  * Outcomes are values (SyncOutcome); the loop owns the retry backoff.
  */
 import type { Snapshot } from "../k8s/snapshot.ts";
+import type { ConntrackDriver } from "./conntrack-tool.ts";
 import { ALL_UNKNOWN, type HealthLookup, type ServiceForwarding } from "./forwarding-state.ts";
+import { releasedFlows } from "./lb-flow-release.ts";
 import { LbForwardings } from "./lb-forwardings.ts";
 import type { HealthSource, LbEvent, SyncOutcome, Timers } from "./lb-ports.ts";
 import type { NftApplier } from "./nft-applier.ts";
@@ -57,6 +62,8 @@ export interface LbControllerOptions {
   readonly driftCheckMs?: number;
   readonly elementCheckEvery?: number;
   readonly onEvent?: (event: LbEvent) => void;
+  /** releases pinned UDP flows of nodes that left a Service's table; none without it */
+  readonly conntrack?: ConntrackDriver;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -199,6 +206,8 @@ export class LbController {
     const snapshot = this.#snapshot;
     if (!snapshot) return { kind: "ok", mode: "noop", bytes: 0 };
     let update: DesiredUpdate;
+    // only with a conntrack driver: the release compares the forwardings around the pass
+    const before = this.#o.conntrack ? this.#forwardings.lastGood : undefined;
     try {
       update = this.#desired(snapshot);
     } catch (cause) {
@@ -216,6 +225,7 @@ export class LbController {
       this.#current = desired;
       this.#needFull = false;
       if (!sameRoutes(this.#routes, wanted)) await this.#syncRoutes(wanted, true);
+      if (before) await this.#releaseFlows(before, desired);
       return {
         kind: "ok",
         mode: script === "" ? "noop" : full ? "full" : "incremental",
@@ -226,6 +236,19 @@ export class LbController {
       this.#needFull = true;
       this.#failures++;
       return { kind: "retry", delayMs: Math.min(MAX_BACKOFF_MS, 100 * 2 ** (this.#failures - 1)), cause };
+    }
+  }
+
+  /** Deletes the conntrack entries of flows pinned to nodes that left a listener's tables;
+   * a failure is reported (the flows stay pinned until a later change or their timeout). */
+  async #releaseFlows(before: readonly ServiceForwarding[], applied: NftState): Promise<void> {
+    for (const r of releasedFlows(before, this.#forwardings.lastGood, applied)) {
+      try {
+        const flows = await this.#o.conntrack!.deleteFlows(r);
+        if (flows > 0) this.#o.onEvent?.({ kind: "flows_released", service: r.service, node: r.node, flows });
+      } catch (error) {
+        this.#o.onEvent?.({ kind: "flows_release_failed", service: r.service, node: r.node, error });
+      }
     }
   }
 

@@ -36,4 +36,16 @@ export type LbEvent =
   | { readonly kind: "adopted"; readonly sets: number; readonly chains: number }
   | { readonly kind: "drift"; readonly what: string }
   | { readonly kind: "routes_failed"; readonly error: unknown }
-  | { readonly kind: "kept_last_good"; readonly service: string; readonly reason: string };
+  | { readonly kind: "kept_last_good"; readonly service: string; readonly reason: string }
+  | {
+      readonly kind: "flows_released";
+      readonly service: string;
+      readonly node: string;
+      readonly flows: number;
+    }
+  | {
+      readonly kind: "flows_release_failed";
+      readonly service: string;
+      readonly node: string;
+      readonly error: unknown;
+    };

@@ -298,11 +298,13 @@ export function endpointCountsByNode(
 }
 
 /** What a node's health check reports for a Service: distinct IPs of endpoints on that
- * node that are ready, over all ports; terminating endpoints never count (§4.1). */
+ * node that are ready, over all ports; terminating endpoints never count (§4.1). Counted
+ * per IP family, as each family's kube-proxy counts only its own endpoints
+ * (merge-by-family.ts), and the larger count reported: a dual-stack pod counts once. */
 export function localReadyEndpointCount(ports: readonly ServicePortEndpoints[], nodeName: string): number {
-  const ips = new Set<string>();
+  const ips = { IPv4: new Set<string>(), IPv6: new Set<string>() };
   for (const port of ports)
     for (const ep of port.endpoints)
-      if (ep.nodeName === nodeName && ep.ready && !ep.terminating) ips.add(ep.address);
-  return ips.size;
+      if (ep.nodeName === nodeName && ep.ready && !ep.terminating) ips[ep.family].add(ep.address);
+  return Math.max(ips.IPv4.size, ips.IPv6.size);
 }

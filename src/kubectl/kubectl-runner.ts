@@ -2,7 +2,8 @@
  * The one way `kubectl passlb` reaches the cluster: it runs `kubectl` (as a plugin it
  * inherits kubectl's context through KUBECONFIG and the current context), so it needs no
  * credentials of its own and honours whatever auth plugin kubectl uses. `KubectlRunner` is
- * the narrow interface; tests put a fake `kubectl` first on PATH rather than faking this.
+ * the narrow interface; tests run the real kubectl against the strict test API server
+ * (test/kubectl-plugin.test.ts) rather than faking this.
  *
  * Failures become one PasslbError each, classified from kubectl's exit and stderr by
  * `classifyKubectlFailure` (kubectl's own messages: "Error from server (Forbidden)",

@@ -3,8 +3,10 @@
  * the nodes' health and weights as each LB host sees them — every LB pod's
  * `/api/v1/state`, fetched through the API server's pod proxy (`kubectl get --raw
  * /api/v1/namespaces/NS/pods/POD:PORT/proxy/api/v1/state`), so it works from anywhere
- * kubectl does, without reaching the hosts directly. LB hosts that do not answer are
- * reported by name with the reason; the exit code is then 1.
+ * kubectl does, without reaching the hosts directly. The controller's pods are asked the
+ * same way, for whether the API server accepts their requests (`kubeApi`; docs/kubernetes.md
+ * "When the API server refuses"), and so are the LB hosts. Pods that do not answer, or whose
+ * API calls are failing, are reported by name with the reason; the exit code is then 1.
  */
 import type { Command } from "commander";
 import type { CliIo } from "../cli/load-input.ts";
@@ -13,6 +15,7 @@ import { parseJsonList } from "./cluster-snapshot.ts";
 import { type KubectlRunner, kubectlMessage } from "./kubectl-runner.ts";
 import { pickServices } from "./service-pick.ts";
 import {
+  apiFailingPods,
   buildStatusReport,
   type LbHostAnswer,
   LbStateSchema,
@@ -23,6 +26,8 @@ import {
 } from "./status-report.ts";
 
 export const DEFAULT_LB_SELECTOR = "app.kubernetes.io/name=passlb,app.kubernetes.io/component=lb";
+export const DEFAULT_CONTROLLER_SELECTOR =
+  "app.kubernetes.io/name=passlb,app.kubernetes.io/component=controller";
 const DEFAULT_PORT = 9797;
 
 interface StatusFlags {
@@ -31,6 +36,7 @@ interface StatusFlags {
   defaultClass?: boolean;
   lbNamespace: string;
   lbSelector: string;
+  controllerSelector: string;
 }
 
 interface LbPod {
@@ -99,6 +105,11 @@ export function registerStatusCommand(
     .option("--default-class", "passlb also owns LoadBalancer Services without a loadBalancerClass")
     .option("--lb-namespace <ns>", "where the LB DaemonSet runs", "passlb-system")
     .option("--lb-selector <labels>", "label selector of the LB pods", DEFAULT_LB_SELECTOR)
+    .option(
+      "--controller-selector <labels>",
+      "label selector of the controller pods (in --lb-namespace)",
+      DEFAULT_CONTROLLER_SELECTOR,
+    )
     .action(async (service: string | undefined, opts: StatusFlags) => {
       if (opts.output !== "text" && opts.output !== "json") {
         io.stderr(`error: --output must be text or json (got "${opts.output}")\n`);
@@ -113,7 +124,21 @@ export function registerStatusCommand(
         "json",
       ];
       const podArgs = ["get", "pods", "-n", opts.lbNamespace, "-l", opts.lbSelector, "-o", "json"];
-      const [svcText, podText] = await Promise.all([run.run(svcArgs), run.run(podArgs)]);
+      const controllerArgs = [
+        "get",
+        "pods",
+        "-n",
+        opts.lbNamespace,
+        "-l",
+        opts.controllerSelector,
+        "-o",
+        "json",
+      ];
+      const [svcText, podText, controllerText] = await Promise.all([
+        run.run(svcArgs),
+        run.run(podArgs),
+        run.run(controllerArgs),
+      ]);
       const services: StatusService[] = [];
       for (const item of parseJsonList(svcArgs, svcText)) {
         const parsed = StatusServiceSchema.safeParse(item);
@@ -128,9 +153,12 @@ export function registerStatusCommand(
       }
       const pods = lbPods(parseJsonList(podArgs, podText));
       const answers = await Promise.all(pods.map((p) => askHost(run, opts.lbNamespace, p)));
+      const controllerPods = lbPods(parseJsonList(controllerArgs, controllerText));
+      const controllers = await Promise.all(controllerPods.map((p) => askHost(run, opts.lbNamespace, p)));
       const report = buildStatusReport(
         services.filter((s) => pick.matches(`${s.metadata.namespace}/${s.metadata.name}`)),
         answers,
+        controllers,
       );
       if (opts.output === "json") io.stdout(`${JSON.stringify(report, null, 2)}\n`);
       else io.stdout(renderStatusText(report, opts.lbNamespace));
@@ -140,6 +168,18 @@ export function registerStatusCommand(
           `warning: no LB pods in ${opts.lbNamespace} match ${opts.lbSelector}: is the DaemonSet applied and a node labelled passlb.io/lb-host=true?\n`,
         );
       for (const d of down) io.stderr(`warning: LB host ${d.pod} on node ${d.node} is unreachable\n`);
-      setExitCode(pods.length === 0 || down.length > 0 ? 1 : 0);
+      const controllersDown = controllers.filter((a) => !a.reachable);
+      if (controllerPods.length === 0)
+        io.stderr(
+          `warning: no controller pods in ${opts.lbNamespace} match ${opts.controllerSelector}: nothing assigns VIPs\n`,
+        );
+      for (const d of controllersDown)
+        io.stderr(`warning: controller pod ${d.pod} on node ${d.node} is unreachable\n`);
+      const failing = apiFailingPods(report);
+      for (const p of failing)
+        io.stderr(`warning: ${p.pod}: the API server refuses or does not answer its requests (see above)\n`);
+      setExitCode(
+        pods.length === 0 || down.length > 0 || controllersDown.length > 0 || failing.length > 0 ? 1 : 0,
+      );
     });
 }

@@ -6,6 +6,7 @@
  * status-command.ts's job.
  */
 import { z } from "zod";
+import { failingLine } from "../cluster/kube-api-health.ts";
 import { PASSLB_CLASS } from "../plan/ownership.ts";
 
 /** The part of a Service `kubectl passlb status` reads; anything else is ignored. */
@@ -42,9 +43,30 @@ export const StatusServiceSchema = z.looseObject({
 });
 export type StatusService = z.infer<typeof StatusServiceSchema>;
 
-/** The part of `/api/v1/state` (passlb.io/dashboard/v1) the report uses. */
+/** `kubeApi` of `/api/v1/state`: the failing channels of API calls (cluster/kube-api-health.ts). */
+const KubeApiSchema = z.looseObject({
+  ready: z.boolean(),
+  failing: z
+    .array(
+      z.looseObject({
+        channel: z.string(),
+        since: z.string(),
+        forSeconds: z.number(),
+        failures: z.number(),
+        verb: z.string(),
+        resource: z.string(),
+        code: z.string(),
+        message: z.string(),
+      }),
+    )
+    .default([]),
+});
+export type KubeApiView = z.infer<typeof KubeApiSchema>;
+
+/** The part of `/api/v1/state` (passlb.io/dashboard/v1) the report uses: the LB hosts' and the controller's. */
 export const LbStateSchema = z.looseObject({
   apiVersion: z.string(),
+  kubeApi: KubeApiSchema.optional(),
   process: z.string().optional(),
   dataplane: z.string().optional(),
   uptimeSeconds: z.number().optional(),
@@ -121,27 +143,64 @@ export interface ServiceStatus {
   }[];
 }
 
+/** A passlb pod as the report shows it; `kubeApi` null when the pod does not report it. */
+export type PodStatus =
+  | {
+      pod: string;
+      node: string;
+      reachable: true;
+      process: string | null;
+      dataplane: string | null;
+      uptimeSeconds: number | null;
+      kubeApi: KubeApiView | null;
+      /** the announcement engine on that host (LB hosts only), with its groups' states */
+      announce: AnnounceView | null;
+    }
+  | { pod: string; node: string; reachable: false; error: string };
+
+export interface AnnounceView {
+  engine: string;
+  host: string;
+  state: string;
+  detail: string | null;
+  groups: readonly { name: string; state: string; priority: number; vips: number }[];
+}
+
 export interface StatusReport {
-  readonly lbHosts: readonly (
-    | {
-        pod: string;
-        node: string;
-        reachable: true;
-        process: string | null;
-        dataplane: string | null;
-        uptimeSeconds: number | null;
-        /** the announcement engine on that host, with its VRRP instances' states */
-        announce: {
-          engine: string;
-          host: string;
-          state: string;
-          detail: string | null;
-          groups: readonly { name: string; state: string; priority: number; vips: number }[];
-        } | null;
-      }
-    | { pod: string; node: string; reachable: false; error: string }
-  )[];
+  readonly lbHosts: readonly PodStatus[];
+  /** the controller's pods (docs/kubernetes.md "When the API server refuses") */
+  readonly controllers: readonly PodStatus[];
   readonly services: readonly ServiceStatus[];
+}
+
+function podStatus(h: LbHostAnswer): PodStatus {
+  return h.reachable
+    ? {
+        pod: h.pod,
+        node: h.node,
+        reachable: true,
+        process: h.state.process ?? null,
+        dataplane: h.state.dataplane ?? null,
+        uptimeSeconds: h.state.uptimeSeconds ?? null,
+        kubeApi: h.state.kubeApi ?? null,
+        announce: h.state.announce
+          ? {
+              engine: h.state.announce.engine,
+              host: h.state.announce.host,
+              state: h.state.announce.state,
+              detail: h.state.announce.detail ?? null,
+              groups: h.state.announce.groups,
+            }
+          : null,
+      }
+    : { pod: h.pod, node: h.node, reachable: false, error: h.error };
+}
+
+/** Pods whose API calls are failing, for the warning and the exit code. */
+export function apiFailingPods(report: StatusReport): PodStatus[] {
+  return [...report.controllers, ...report.lbHosts].filter(
+    (p) => p.reachable && p.kubeApi !== null && !p.kubeApi.ready,
+  );
 }
 
 export function ownsService(svc: StatusService, defaultClass: boolean): boolean {
@@ -153,30 +212,11 @@ export function ownsService(svc: StatusService, defaultClass: boolean): boolean 
 export function buildStatusReport(
   services: readonly StatusService[],
   hosts: readonly LbHostAnswer[],
+  controllers: readonly LbHostAnswer[] = [],
 ): StatusReport {
   const reachable = hosts.filter((h) => h.reachable);
   const byName = (a: { pod: string }, b: { pod: string }) => a.pod.localeCompare(b.pod);
-  const lbHosts = [...hosts].sort(byName).map((h) =>
-    h.reachable
-      ? {
-          pod: h.pod,
-          node: h.node,
-          reachable: true as const,
-          process: h.state.process ?? null,
-          dataplane: h.state.dataplane ?? null,
-          uptimeSeconds: h.state.uptimeSeconds ?? null,
-          announce: h.state.announce
-            ? {
-                engine: h.state.announce.engine,
-                host: h.state.announce.host,
-                state: h.state.announce.state,
-                detail: h.state.announce.detail ?? null,
-                groups: h.state.announce.groups,
-              }
-            : null,
-        }
-      : { pod: h.pod, node: h.node, reachable: false as const, error: h.error },
-  );
+  const lbHosts = [...hosts].sort(byName).map(podStatus);
   const out = services
     .map((svc): ServiceStatus => {
       const key = `${svc.metadata.namespace}/${svc.metadata.name}`;
@@ -234,7 +274,7 @@ export function buildStatusReport(
       };
     })
     .sort((a, b) => a.service.localeCompare(b.service));
-  return { lbHosts, services: out };
+  return { lbHosts, controllers: [...controllers].sort(byName).map(podStatus), services: out };
 }
 
 function duration(seconds: number | null): string {
@@ -246,9 +286,7 @@ function duration(seconds: number | null): string {
 }
 
 /** `keepalived running: 2 MASTER, 1 BACKUP` */
-function engine(
-  a: { engine: string; state: string; detail: string | null; groups: readonly { state: string }[] } | null,
-): string {
+function engine(a: AnnounceView | null): string {
   if (!a) return "";
   const counts = new Map<string, number>();
   for (const g of a.groups) counts.set(g.state, (counts.get(g.state) ?? 0) + 1);
@@ -272,24 +310,42 @@ function table(rows: readonly string[][], indent: string): string[] {
   );
 }
 
+function podRows(pods: readonly PodStatus[]): string[] {
+  const rows: string[][] = [];
+  const details: (string[] | undefined)[] = [];
+  for (const h of pods) {
+    if (!h.reachable) {
+      rows.push([h.pod, `node ${h.node}`, `UNREACHABLE: ${h.error}`]);
+      details.push(undefined);
+      continue;
+    }
+    const failing = h.kubeApi && !h.kubeApi.ready ? h.kubeApi.failing : [];
+    const api = failing.length > 0 ? "KUBERNETES API FAILING" : "";
+    rows.push([
+      h.pod,
+      `node ${h.node}`,
+      [h.dataplane === "none" ? "" : (h.dataplane ?? ""), duration(h.uptimeSeconds), engine(h.announce), api]
+        .filter(Boolean)
+        .join(", "),
+    ]);
+    details.push(failing.map((f) => `      ${failingLine(f)}`));
+  }
+  return table(rows, "  ").flatMap((line, i) => [line, ...(details[i] ?? [])]);
+}
+
 export function renderStatusText(report: StatusReport, lbNamespace: string): string {
   const out: string[] = [];
   const ok = report.lbHosts.filter((h) => h.reachable);
   out.push(`LB hosts in ${lbNamespace}: ${ok.length} of ${report.lbHosts.length} reachable`);
+  out.push(...podRows(report.lbHosts));
+  const controllersOk = report.controllers.filter((h) => h.reachable).length;
   out.push(
-    ...table(
-      report.lbHosts.map((h) =>
-        h.reachable
-          ? [
-              h.pod,
-              `node ${h.node}`,
-              [h.dataplane ?? "", duration(h.uptimeSeconds), engine(h.announce)].filter(Boolean).join(", "),
-            ]
-          : [h.pod, `node ${h.node}`, `UNREACHABLE: ${h.error}`],
-      ),
-      "  ",
-    ),
+    "",
+    report.controllers.length === 0
+      ? `Controller pods in ${lbNamespace}: none found`
+      : `Controller pods in ${lbNamespace}: ${controllersOk} of ${report.controllers.length} reachable`,
   );
+  out.push(...podRows(report.controllers));
   if (report.services.length === 0) out.push("", "No LoadBalancer Services of class passlb.io/l4.");
   for (const svc of report.services) {
     out.push("", `Service ${svc.service}  (${svc.loadBalancerClass ?? "no class, passlb is the default"})`);

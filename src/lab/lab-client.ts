@@ -9,7 +9,10 @@
  *           start time, pod and outcome (for "stops getting new connections within…");
  *   hold    --connections long-lived TCP connections, each sending a line every
  *           --interval ms for --duration ms and checking the echo: which pod each one
- *           was on and whether it failed (reset, an echo 2 s late, a wrong echo).
+ *           was on and whether it failed (reset, an echo 2 s late, a wrong echo);
+ *   udp-pin one UDP socket bound to --source-port, a datagram every --interval ms for
+ *           --duration ms (a resolver's or syslog client's fixed 5-tuple): when each answer
+ *           came (wall-clock ms, to compare with the test's own clock) and from which pod.
  *
  * A lab process (run with `passlb lab exec CLIENT -- node --import tsx …` or by the e2e
  * tests); every loop is bounded in count and time.
@@ -29,6 +32,7 @@ const { values } = parseArgs({
     duration: { type: "string", default: "5000" },
     interval: { type: "string", default: "50" },
     connections: { type: "string", default: "4" },
+    "source-port": { type: "string", default: "54321" },
   },
 });
 
@@ -227,8 +231,42 @@ async function hold(host: string, port: number): Promise<object> {
   return { connections: await Promise.all(Array.from({ length: k }, one)) };
 }
 
+async function udpPin(host: string, port: number): Promise<object> {
+  const duration = Math.min(Number(values.duration), MAX_DURATION_MS);
+  const interval = Math.max(10, Number(values.interval));
+  const sock = createSocket(host.includes(":") ? "udp6" : "udp4");
+  const answers: { at: number; pod: string }[] = [];
+  const errors: Record<string, number> = {};
+  let sent = 0;
+  sock.on("message", (msg) => {
+    const g = parseGreeting(msg.toString("utf8"));
+    answers.push({ at: Date.now(), pod: g?.pod ?? "?" });
+  });
+  // ICMP errors (port unreachable) arrive as errors on a connected-less socket only on Linux
+  // with IP_RECVERR; they are counted when they do
+  sock.on("error", (e) => bump(errors, code(e)));
+  await new Promise<void>((resolve, reject) => {
+    sock.once("listening", () => resolve());
+    sock.once("error", reject);
+    sock.bind(Number(values["source-port"]));
+  });
+  const started = Date.now();
+  while (Date.now() - started < duration) {
+    sock.send(`ping ${++sent}\n`, port, host);
+    await new Promise((r) => setTimeout(r, interval));
+  }
+  await new Promise((r) => setTimeout(r, 300)); // the last answer's way back
+  sock.close();
+  return { started, sent, answers, errors };
+}
+
 const { host, port } = splitTarget(values.target);
-const modes: Record<string, (h: string, p: number) => Promise<object>> = { count, stream, hold };
+const modes: Record<string, (h: string, p: number) => Promise<object>> = {
+  count,
+  stream,
+  hold,
+  "udp-pin": udpPin,
+};
 const run = modes[values.mode ?? ""];
-if (!run) throw new Error(`--mode ${values.mode}: expected count, stream or hold`);
+if (!run) throw new Error(`--mode ${values.mode}: expected count, stream, hold or udp-pin`);
 process.stdout.write(`${JSON.stringify(await run(host, port))}\n`);

@@ -21,6 +21,8 @@
  *
  * It does not choose VIPs (the planner does) and does not run anything.
  */
+
+import { type LabBgp, labBgpCommands } from "./lab-bgp.ts";
 import {
   CLIENT_BRIDGE,
   type Command,
@@ -82,6 +84,8 @@ export interface LabLayout {
   readonly lb: LabHost;
   /** LB hosts on the shared client segment (empty in the classic lab) */
   readonly lbHosts: readonly LabLbHost[];
+  /** the routed LB tier (lab-bgp.ts): the `lb` namespace runs FRR and the LB hosts peer with it */
+  readonly bgp?: LabBgp;
   readonly zones: readonly LabZone[];
   readonly clients: readonly LabHost[];
   readonly nodes: readonly LabNode[];
@@ -180,13 +184,15 @@ export function labLayout(t: Topology): LabLayout {
     prefix,
     lb,
     lbHosts,
+    ...(t.bgp && { bgp: t.bgp }),
     zones,
     clients,
     nodes,
     pods,
     commands: [
       ...buildCommands(lb, zones, clients, nodes),
-      ...lbHostCommands(lb, lbHosts, clients, { clients: CLIENT_BRIDGE, nodes: NODE_BRIDGE }, sysctl),
+      ...lbHostCommands(lb, lbHosts, clients, { clients: CLIENT_BRIDGE, nodes: NODE_BRIDGE }, sysctl, !t.bgp),
+      ...(t.bgp ? labBgpCommands(lb, lbHosts, clients) : []),
     ],
   };
 }

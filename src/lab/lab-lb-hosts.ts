@@ -50,6 +50,8 @@ export function lbHostCommands(
   clients: readonly LabHost[],
   bridges: { clients: string; nodes: string },
   procSys: (host: LabHost, settings: readonly string[]) => string[],
+  /** false in a BGP lab (lab-bgp.ts): clients reach VIPs through their router instead */
+  onLinkVips = true,
 ): string[][] {
   if (hosts.length === 0) return [];
   const cmds: string[][] = [];
@@ -83,7 +85,7 @@ export function lbHostCommands(
     ipn(h, "addr", "add", `${h.nodeIpv4}/24`, "dev", "eth1");
     ipn(h, "addr", "add", `${h.nodeIpv6}/64`, "dev", "eth1", "nodad");
   });
-  for (const c of clients) {
+  for (const c of onLinkVips ? clients : []) {
     ipn(c, "route", "add", LAB_VIP_RANGE4, "dev", "eth0");
     ipn(c, "route", "add", LAB_VIP_RANGE6, "dev", "eth0");
   }

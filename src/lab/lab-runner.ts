@@ -11,11 +11,13 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { labBgpLbArgs } from "./lab-bgp.ts";
 import { defaultStateRoot, readTopologyFile, writeLabManifests } from "./lab-files.ts";
 import { procSysScript } from "./lab-host-commands.ts";
 import { type LabHost, type LabLayout, labPrefix } from "./lab-layout.ts";
 import { type LabLbHost, labPeers } from "./lab-lb-hosts.ts";
 import { agentArgs, echoArgs, type LabProcess, removeNamespaces, startLabProcess } from "./lab-processes.ts";
+import { startLabRouter } from "./lab-router.ts";
 import { compileLabScripts } from "./lab-scripts.ts";
 import {
   alive,
@@ -85,6 +87,8 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
       ],
       true,
     );
+  // a BGP lab's router: FRR in the `lb` namespace (lab-router.ts), up before the LB hosts peer
+  await startLabRouter(stateDir, layout);
   const processes: LabProcess[] = [];
   const state = (): LabState => ({ name: topology.name, stateDir, manifestsDir, layout, processes });
   const save = () => writeFileSync(join(stateDir, "state.json"), `${JSON.stringify(state(), null, 2)}\n`);
@@ -115,7 +119,9 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
         "lb",
         "-f",
         manifestsDir,
-        ...labAnnounceArgs(layout, h, stateDir),
+        ...(layout.bgp
+          ? labBgpLbArgs(h, layout.bgp, join(stateDir, `bird-${h.name}`))
+          : labAnnounceArgs(layout, h, stateDir)),
         ...(options.lbArgs ?? []),
       ]);
     await waitFor("the LB hosts", () => layout.lbHosts.every((h) => hasAnyTable(h.ns)), processes);

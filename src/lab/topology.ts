@@ -56,6 +56,20 @@ export const TopologySchema = z.strictObject({
    * so that code building a Topology in memory need not name it.
    */
   lbHosts: z.number().int().min(1).max(4).optional(),
+  /**
+   * The routed LB tier (docs/lab.md "A router with BGP", lab-bgp.ts): the `lb` namespace
+   * runs FRR (bgpd + bfdd) with ECMP, every LB host runs `passlb lb --announce bgp` (BIRD)
+   * and peers with it; clients reach VIPs through the router. Needs `lbHosts` ≥ 2.
+   */
+  bgp: z
+    .strictObject({
+      routerAsn: z.number().int().min(1).max(4294967295).default(64500),
+      asn: z.number().int().min(1).max(4294967295).default(64512),
+      bfdIntervalMs: z.number().int().min(10).max(60000).default(100),
+      bfdMultiplier: z.number().int().min(2).max(255).default(3),
+      holdSeconds: z.number().int().min(3).max(65535).default(9),
+    })
+    .optional(),
   zones: z.array(ZoneSchema).min(1).max(4),
 });
 
@@ -76,6 +90,8 @@ export function parseTopology(text: string): TopologyRead {
       problems: parsed.error.issues.map((i) => `${i.path.join(".") || "(top)"}: ${i.message}`),
     };
   const problems = duplicateNames(parsed.data);
+  if (parsed.data.bgp && (parsed.data.lbHosts ?? 1) < 2)
+    problems.push("bgp: needs lbHosts 2 or more (the LB hosts that peer with the router)");
   return problems.length > 0 ? { ok: false, problems } : { ok: true, topology: parsed.data };
 }
 

@@ -13,7 +13,8 @@
  *     `service.beta.kubernetes.io/load-balancer-source-ranges` annotation.
  */
 
-import { endpointCountsByNode, type NodeEndpointCounts } from "../endpoints/merge.ts";
+import type { NodeEndpointCounts } from "../endpoints/merge.ts";
+import { endpointCountsByNodePerFamily, IP_FAMILIES } from "../endpoints/merge-by-family.ts";
 import type { EndpointSlice, PasslbConfigSpec, Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
 import { SOURCE_RANGES_ANNOTATION } from "../k8s/validate.ts";
@@ -80,9 +81,12 @@ export function planService(input: ServicePlanInput): LoadBalancerPlan {
       targetPort: p.targetPort ?? p.port,
     }));
 
-  // per-node counts decide Local membership; Cluster needs only whether any endpoint is ready
-  const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNode(
+  // per-node counts decide Local membership; Cluster needs only whether any endpoint is ready.
+  // Per family, as kube-proxy's per-family proxiers count (merge-by-family.ts): only the
+  // Service's families, and a dual-stack pod is one endpoint, not two.
+  const { perNode, anyReady, anyServingTerminating, findings } = endpointCountsByNodePerFamily(
     input.slices,
+    families.length > 0 ? families : IP_FAMILIES,
     etp === "Local",
   );
   for (const f of findings) issue(f.code, "warning", f.message);

@@ -5,7 +5,11 @@
  *                       external asset, no build step; it polls /api/v1/state each second)
  *   GET /api/v1/state   the view model (dashboard-state.ts; docs/dashboard.md)
  *   GET /metrics        Prometheus text exposition (metrics.ts; docs/metrics.md)
- *   GET /healthz        `ok` while the server runs
+ *   GET /healthz        `ok` while the server runs (liveness)
+ *   GET /readyz         readiness: 200 `ok`, or 503 with one line per failing channel of
+ *                       Kubernetes API calls (kube-api-health.ts) — a process whose writes
+ *                       the API server refuses is not restarted (that would not help) but
+ *                       shows as not ready, with the server's message
  *
  * Binds loopback unless told otherwise (the page shows cluster topology; exposing it is
  * the operator's decision). A Content-Security-Policy forbids the page any origin but its
@@ -16,6 +20,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
+import { failingLine, type KubeApiReport } from "../cluster/kube-api-health.ts";
 import type { DashboardState } from "./dashboard-state.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -28,6 +33,8 @@ export interface DashboardServerOptions {
   /** the current view; called per request */
   readonly state: () => DashboardState;
   readonly metrics?: Metrics;
+  /** `/readyz`; ready when left out */
+  readonly readiness?: () => KubeApiReport;
 }
 
 const CSP =
@@ -119,6 +126,13 @@ export class DashboardServer {
         case "/healthz":
           send(200, "text/plain; charset=utf-8", "ok\n");
           return;
+        case "/readyz": {
+          const r = this.#o.readiness?.() ?? { ready: true, failing: [] };
+          if (r.ready) send(200, "text/plain; charset=utf-8", "ok\n");
+          else
+            send(503, "text/plain; charset=utf-8", `not ready\n${r.failing.map(failingLine).join("\n")}\n`);
+          return;
+        }
         case "/metrics": {
           const metrics = this.#o.metrics;
           if (!metrics) {

@@ -14,6 +14,7 @@
  * counts (the data planes), serving (dashboard-server.ts), drawing (assets/dashboard.html).
  */
 import type { AnnouncerStatus } from "../announce/announcer.ts";
+import type { KubeApiReport } from "../cluster/kube-api-health.ts";
 import type { HealthLookup, ListenerForwarding, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import { NO_BACKEND, slotShares } from "../dataplane/maglev.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
@@ -51,8 +52,26 @@ export interface DashboardInput {
   readonly events: readonly DashboardEvent[];
   /** findings not tied to a plan (config, data plane, agents) */
   readonly issues: readonly Finding[];
-  /** VIP announcement (`--announce l2`): which VIPs this host holds, its engine's state */
-  readonly announce?: AnnouncerStatus;
+  /** Kubernetes mode: whether the API calls are failing (cluster/kube-api-health.ts) */
+  readonly kubeApi?: KubeApiReport;
+  /** VIP announcement (`--announce l2` or `bgp`): which VIPs this host holds, its engine's state */
+  readonly announce?: AnnouncerStatus | DashboardAnnounce;
+}
+
+/** How this host announces its VIPs and what the speaker reports (docs/vip-announce.md). */
+export interface DashboardAnnounce {
+  /** `bgp` */
+  readonly mode: string;
+  readonly speaker: {
+    readonly health: "healthy" | "degraded" | "down";
+    readonly findings: readonly string[];
+    readonly sessions: readonly { readonly peer: string; readonly state: string; readonly bfd?: string }[];
+  };
+  readonly vips: readonly {
+    readonly vip: string;
+    readonly state: "announced" | "withdrawn";
+    readonly reason: string;
+  }[];
 }
 
 export interface DashboardNode {
@@ -132,8 +151,10 @@ export interface DashboardState {
   /** newest last */
   readonly events: readonly (Omit<DashboardEvent, "at"> & { readonly at: string })[];
   readonly issues: readonly Finding[];
+  /** Kubernetes mode only: the API calls' failing channels (docs/kubernetes.md) */
+  readonly kubeApi?: KubeApiReport;
   /** null without announcement (docs/dashboard.md "announce") */
-  readonly announce: AnnouncerStatus | null;
+  readonly announce: AnnouncerStatus | DashboardAnnounce | null;
 }
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
@@ -163,6 +184,7 @@ export function dashboardState(input: DashboardInput): DashboardState {
     services,
     events: input.events.map((e) => ({ ...e, at: new Date(e.at).toISOString() })),
     issues: [...input.issues],
+    ...(input.kubeApi && { kubeApi: input.kubeApi }),
     announce: input.announce ?? null,
   };
 }

@@ -160,6 +160,18 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["resource", "reason"] as const,
       registers: r,
     }),
+    kubeApiErrors: new Counter({
+      name: "passlb_kube_api_errors_total",
+      help: "Kubernetes API requests the server refused or did not answer, by verb, resource and code (HTTP status, or unreachable).",
+      labelNames: ["verb", "resource", "code"] as const,
+      registers: r,
+    }),
+    kubeApiFailing: new Gauge({
+      name: "passlb_kube_api_failing",
+      help: "1 while a channel of Kubernetes API calls is failing (lease, service_writes, pool_status, events, endpointslices, reads; docs/kubernetes.md).",
+      labelNames: ["channel"] as const,
+      registers: r,
+    }),
     poolSize: new Gauge({
       name: "passlb_ip_pool_addresses",
       help: "Addresses an IP pool can hand out, by pool and family.",
@@ -188,6 +200,30 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       name: "passlb_announce_transitions_total",
       help: "State transitions the announcement engine reported (keepalived: VRRP instance states), by state.",
       labelNames: ["engine", "state"] as const,
+      registers: r,
+    }),
+    bgpSessionUp: new Gauge({
+      name: "passlb_bgp_session_up",
+      help: "1 when the BGP session to a peer is Established, else 0 (passlb lb --announce bgp).",
+      labelNames: ["peer"] as const,
+      registers: r,
+    }),
+    bfdSessionUp: new Gauge({
+      name: "passlb_bfd_session_up",
+      help: "1 when the BFD session to a BGP peer is Up, else 0 (only with BFD on).",
+      labelNames: ["peer"] as const,
+      registers: r,
+    }),
+    bgpSpeakerState: new Gauge({
+      name: "passlb_bgp_speaker_state",
+      help: "1 for the BGP speaker's current state (healthy, degraded, down), 0 for the others.",
+      labelNames: ["state"] as const,
+      registers: r,
+    }),
+    bgpVipsAnnounced: new Gauge({
+      name: "passlb_bgp_vips_announced",
+      help: "VIPs this LB host announces over BGP now, by address family.",
+      labelNames: ["family"] as const,
       registers: r,
     }),
   };

@@ -131,6 +131,16 @@ export class Metrics {
     this.#m.watchRestarts.inc({ resource, reason });
   }
 
+  /** a Kubernetes API request refused (`code`: HTTP status) or unanswered (`unreachable`) */
+  kubeApiError(verb: string, resource: string, code: string): void {
+    this.#m.kubeApiErrors.inc({ verb, resource, code });
+  }
+
+  /** whether a channel of API calls is failing now (kube-api-health.ts) */
+  kubeApiFailing(channel: string, failing: boolean): void {
+    this.#m.kubeApiFailing.set({ channel }, failing ? 1 : 0);
+  }
+
   ipPool(pool: string, family: string, size: number, used: number): void {
     this.#m.poolSize.set({ pool, family }, size);
     this.#m.poolUsed.set({ pool, family }, used);
@@ -147,6 +157,23 @@ export class Metrics {
 
   announceTransition(engine: string, state: string): void {
     this.#m.announceTransitions.inc({ engine, state: state.toLowerCase() });
+  }
+
+  /** the BGP speaker as read back (lb-announce-bgp.ts): sessions, BFD, state, VIPs announced */
+  bgpSpeaker(state: {
+    readonly health: "healthy" | "degraded" | "down";
+    readonly sessions: readonly { readonly peer: string; readonly established: boolean }[];
+    readonly bfd: readonly { readonly peer: string; readonly state: string }[];
+    readonly announced: { readonly IPv4: number; readonly IPv6: number };
+  }): void {
+    this.#m.bgpSessionUp.reset();
+    this.#m.bfdSessionUp.reset();
+    for (const s of state.sessions) this.#m.bgpSessionUp.set({ peer: s.peer }, s.established ? 1 : 0);
+    for (const b of state.bfd) this.#m.bfdSessionUp.set({ peer: b.peer }, b.state === "Up" ? 1 : 0);
+    for (const h of ["healthy", "degraded", "down"] as const)
+      this.#m.bgpSpeakerState.set({ state: h }, h === state.health ? 1 : 0);
+    for (const family of ["IPv4", "IPv6"] as const)
+      this.#m.bgpVipsAnnounced.set({ family }, state.announced[family]);
   }
 
   /** every pool at once (pool-usage.ts); pools that are gone disappear */

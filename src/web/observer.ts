@@ -15,18 +15,27 @@
  *                            last read count towards the recent shares
  *   finding(f)               a finding (plan issue, agent, data plane)
  *   note(event)              anything else worth showing (reload, agent stopped)
+ *   kubeApi(report)          Kubernetes mode: the API calls' failing channels, in `state()`
+ *                            and `readiness()` (`/readyz`)
+ *   announcement(read)       how this host announces its VIPs, read at each state()
  *   state()                  the `/api/v1/state` view (dashboard-state.ts)
  *
  * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
  * `maxEvents` events are kept. Time comes from the injected `now`.
  */
 import type { AnnouncerStatus } from "../announce/announcer.ts";
+import type { KubeApiReport } from "../cluster/kube-api-health.ts";
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
-import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
+import {
+  type DashboardAnnounce,
+  type DashboardEvent,
+  type DashboardState,
+  dashboardState,
+} from "./dashboard-state.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -53,7 +62,7 @@ export class Observer {
   readonly #o: ObserverOptions;
   readonly startedAt: number;
   #forwarding: readonly ServiceForwarding[] = [];
-  #announce: (() => AnnouncerStatus) | undefined;
+  #announce: (() => AnnouncerStatus | DashboardAnnounce) | undefined;
   #health: HealthLookup | undefined;
   readonly #events: DashboardEvent[] = [];
   /** `service\0node` → second → count */
@@ -200,8 +209,20 @@ export class Observer {
     this.#o.logger.log(LOG_LEVEL[severity], fields, message);
   }
 
+  /** Kubernetes mode: where the API calls' health comes from (web/kube-api-monitor.ts) */
+  kubeApi(report: () => KubeApiReport): void {
+    this.#kubeApi = report;
+  }
+
+  #kubeApi: (() => KubeApiReport) | undefined;
+
+  /** `/readyz`: ready unless a channel of API calls is failing (always ready outside Kubernetes mode) */
+  readiness(): KubeApiReport {
+    return this.#kubeApi?.() ?? { ready: true, failing: [] };
+  }
+
   /** VIP announcement: the engine's status, read at each `state()` */
-  announcement(status: () => AnnouncerStatus): void {
+  announcement(status: () => AnnouncerStatus | DashboardAnnounce): void {
     this.#announce = status;
   }
 
@@ -235,6 +256,7 @@ export class Observer {
       recentConnections: recent,
       events: this.#events,
       issues: [...this.#issues.values()],
+      ...(this.#kubeApi && { kubeApi: this.#kubeApi() }),
       ...(this.#announce && { announce: this.#announce() }),
     });
   }

@@ -25,7 +25,7 @@ type Obj = Record<string, any>;
 
 function replica(api: FakeApiServer, identity: string, election = FAST_ELECTION): ControllerRuntime {
   return new ControllerRuntime({
-    kubeConfig: api.kubeConfig(),
+    kubeConfig: api.kubeConfig("controller"),
     namespace: "passlb-system",
     identity,
     controller: { defaultClass: false, ipMode: "VIP" },
@@ -58,7 +58,7 @@ const lateService = () => {
 };
 
 async function events(api: FakeApiServer, name: string): Promise<string[]> {
-  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
   const list = await core.listNamespacedEvent({ namespace: "shop" });
   return list.items.filter((e) => e.involvedObject.name === name).map((e) => `${e.type}/${e.reason}`);
 }
@@ -115,6 +115,7 @@ test("assigns addresses with the finalizer, status, Events and pool status; then
   assert.equal(api.count("update", "services"), 0, "an unchanged cluster writes no Service");
   assert.equal(api.count("update", "passlb.io/loadbalancerippools"), 0, "nor a pool");
   assert.equal(api.count("create", "events"), 0, "nor an Event");
+  assert.deepEqual(api.forbidden(), [], "nothing refused by deploy/'s RBAC");
 });
 
 test("a 409 on the status write is re-read and retried", async (t) => {
@@ -180,7 +181,7 @@ test("leader failover: the follower takes over within the lease duration and ass
 
   const killedAt = Date.now();
   await a.stop({ release: false }); // a crash: the Lease is not given up
-  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
   await core.createNamespacedService({ namespace: "shop", body: lateService() as never });
   await eventually(() => b.elector.isLeader(), "b takes over", 8000);
   const takeoverMs = Date.now() - killedAt;
@@ -211,7 +212,7 @@ test("class change releases; deletion removes the finalizer; the freed address g
   });
   await c.start();
   await eventually(() => ips(svc(api, "db")).length === 1, "addresses");
-  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
 
   // class change (the fake does not enforce immutability; a type change takes the same path)
   const db = await core.readNamespacedService({ name: "db", namespace: "shop" });
@@ -243,7 +244,7 @@ test("pool exhaustion: the Service says why, an Event is recorded, the pool says
   api.remove("v1", "Service", "late", "shop");
   await c.start();
   await eventually(() => ips(svc(api, "db")).length === 1, "two addresses given");
-  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
   await core.createNamespacedService({ namespace: "shop", body: lateService() as never });
   await eventually(() => condition(svc(api, "late"))?.status === "False", "late's condition");
   assert.equal(condition(svc(api, "late"))?.reason, "PoolExhausted");
@@ -266,7 +267,7 @@ test("passlb controller (the CLI) assigns, and gives the Lease up when it stops"
     rmSync(dir, { recursive: true, force: true });
   });
   const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, api.kubeconfigYaml());
+  writeFileSync(kubeconfig, api.kubeconfigYaml("controller"));
   let stderr = "";
   const program = buildProgram(
     { stdout: () => {}, stderr: (s) => (stderr += s), readStdin: async () => "" },
@@ -302,7 +303,7 @@ test("passlb controller (the CLI) assigns, and gives the Lease up when it stops"
 test("--manage-endpointslices: passlb's own slices for its Services, once, and nobody else's", async (t) => {
   const api = await fakeCluster("../controller/slices.yaml");
   const c = new ControllerRuntime({
-    kubeConfig: api.kubeConfig(),
+    kubeConfig: api.kubeConfig("controller"),
     namespace: "passlb-system",
     identity: "a",
     controller: { defaultClass: false, ipMode: "VIP" },
@@ -316,7 +317,7 @@ test("--manage-endpointslices: passlb's own slices for its Services, once, and n
     await c.stop();
     await api.close();
   });
-  const discovery = api.kubeConfig().makeApiClient(DiscoveryV1Api);
+  const discovery = api.kubeConfig("admin").makeApiClient(DiscoveryV1Api);
   const slices = async () => (await discovery.listNamespacedEndpointSlice({ namespace: "shop" })).items;
   await c.start();
   let ours: V1EndpointSlice[] = [];

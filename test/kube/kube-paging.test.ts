@@ -40,7 +40,7 @@ function reflector(api: FakeApiServer, pageSize: number) {
     path: "/api/v1/pods",
     kind: "Pod",
     apiVersion: "v1",
-    transport: clientNodeTransport(api.kubeConfig()),
+    transport: clientNodeTransport(api.kubeConfig("controller")),
     clock: realClock(),
     random: Math.random,
     backoff: { initialMs: 20, maxMs: 200 },
@@ -71,7 +71,7 @@ test("a list longer than the limit comes in pages from one snapshot, at the firs
       api.remove("v1", "Pod", "pod-000", "shop");
     }
   };
-  const list = await clientNodeTransport(api.kubeConfig()).list("/api/v1/pods", { limit: 50 });
+  const list = await clientNodeTransport(api.kubeConfig("controller")).list("/api/v1/pods", { limit: 50 });
   assert.deepEqual(pages, [50, 50, 20]);
   assert.equal(api.count("list", "pods"), 3);
   assert.equal(list.items.length, PODS);
@@ -83,7 +83,7 @@ test("a list longer than the limit comes in pages from one snapshot, at the firs
   assert.equal(api.openLists, 0, "the fake dropped the finished list's snapshot");
 
   api.resetCounts();
-  const whole = await clientNodeTransport(api.kubeConfig()).list("/api/v1/pods", { limit: 0 });
+  const whole = await clientNodeTransport(api.kubeConfig("controller")).list("/api/v1/pods", { limit: 0 });
   assert.equal(api.count("list", "pods"), 1);
   assert.equal(whole.items.length, PODS);
 });
@@ -147,11 +147,15 @@ test("the source lists Pods in pages of its pageSize; an expired token is counte
     if (p.resource === "pods" && p.page === 1) api.expireContinueTokens();
   };
   const restarts: string[] = [];
-  const source = kubeSource(api, {
-    pods: true,
-    pageSize: 40,
-    onRestart: (resource, reason) => restarts.push(`${resource} ${reason}`),
-  });
+  const source = kubeSource(
+    api,
+    {
+      pods: true,
+      pageSize: 40,
+      onRestart: (resource, reason) => restarts.push(`${resource} ${reason}`),
+    },
+    "controller",
+  );
   t.after(() => source.close());
   let pods = 0;
   await source.start({
@@ -175,7 +179,9 @@ test("the fake refuses a continue token that is not its own (400) and one whose 
     metadata: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
   };
   const get = async (query: string) => {
-    const res = await fetch(`${api.url}/api/v1/pods?${query}`);
+    const res = await fetch(`${api.url}/api/v1/pods?${query}`, {
+      headers: { authorization: "Bearer admin" },
+    });
     return { status: res.status, body: (await res.json()) as ListBody };
   };
   const first = await get("limit=100");
@@ -194,6 +200,7 @@ test("the fake refuses a continue token that is not its own (400) and one whose 
   const other = await get("limit=10");
   const wrong = await fetch(
     `${api.url}/api/v1/nodes?limit=10&continue=${encodeURIComponent(String(other.body.metadata.continue))}`,
+    { headers: { authorization: "Bearer admin" } },
   );
   assert.equal(wrong.status, 400, "a token of the pods list does not page nodes");
 });

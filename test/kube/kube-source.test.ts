@@ -55,7 +55,14 @@ test("the first read has every resource decoded; a bad Service is reported and l
   assert.deepEqual(names(snapshot.services), ["pending", "web"]);
   assert.deepEqual(names(snapshot.nodes), ["node-a", "node-b"]);
   assert.deepEqual(names(snapshot.endpointSlices), ["web-1"]);
-  assert.deepEqual(names(snapshot.namespaces), ["shop"]);
+  // the fixture's namespace and the four every API server makes at start
+  assert.deepEqual(names(snapshot.namespaces), [
+    "default",
+    "kube-node-lease",
+    "kube-public",
+    "kube-system",
+    "shop",
+  ]);
   assert.deepEqual(snapshot.pods, [], "pods are not watched unless asked");
   assert.equal(api.count("list", "pods"), 0);
   assert.equal(problems.length, 1);
@@ -165,7 +172,7 @@ test("API server down: no reads, the last snapshot stays; back up: the changes m
 });
 
 test("a bearer token from the kubeconfig is sent on lists and watches; a wrong one backs off", async (t) => {
-  const api = new FakeApiServer({ token: "t0ken" });
+  const api = new FakeApiServer();
   await api.start();
   t.after(() => api.close());
   for (const o of fixtureObjects("cluster.yaml")) api.put(o);
@@ -177,7 +184,7 @@ test("a bearer token from the kubeconfig is sent on lists and watches; a wrong o
 
   const details: string[] = [];
   const kc = new KubeConfig();
-  kc.loadFromString(api.kubeconfigYaml().replace("t0ken", "wrong"));
+  kc.loadFromString(api.kubeconfigYaml("lb").replace("token: lb", "token: wrong"));
   const denied = kubeSource(api, {
     transport: clientNodeTransport(kc),
     onRestart: (_r, reason, detail) => details.push(`${reason} ${detail}`),
@@ -207,14 +214,18 @@ test("asked for Pods and LoadBalancerIPPools: pods in the snapshot, pools after 
   });
   api.put(pool("blue", ["203.0.113.0/28"]));
   api.put(pool("bad", "not-a-list"));
-  const source = kubeSource(api, {
-    pods: true,
-    pools: true,
-    config: {
-      ...DEFAULT_CONFIG,
-      pools: [{ name: "file", addresses: ["192.0.2.0/28"], autoAssign: true, avoidBuggyIPs: false }],
+  const source = kubeSource(
+    api,
+    {
+      pods: true,
+      pools: true,
+      config: {
+        ...DEFAULT_CONFIG,
+        pools: [{ name: "file", addresses: ["192.0.2.0/28"], autoAssign: true, avoidBuggyIPs: false }],
+      },
     },
-  });
+    "controller",
+  );
   t.after(() => source.close());
   const rec = recorder();
   await source.start(rec.handlers);

@@ -37,7 +37,7 @@ test("passlb lb in Kubernetes mode, userspace data plane", { timeout: 30_000 }, 
   const dir = await mkdtemp(join(tmpdir(), "plb-kube-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const kubeconfig = join(dir, "kubeconfig");
-  await writeFile(kubeconfig, api.kubeconfigYaml());
+  await writeFile(kubeconfig, api.kubeconfigYaml("lb"));
   // loopback VIPs on a free-ish high port: the LB binds them without root
   const web = api.find("v1", "Service", "web", "shop")!;
   api.put({
@@ -117,6 +117,7 @@ test("passlb lb in Kubernetes mode, userspace data plane", { timeout: 30_000 }, 
   await running;
   assert.equal(exitCode, 0);
   assert.equal(await canConnect("127.77.0.10", PORT), false, "listeners closed on shutdown");
+  assert.deepEqual(api.forbidden(), [], "passlb lb needs nothing deploy/rbac-lb.yaml does not grant");
 });
 
 test("the LB's input: manifests win, a kubeconfig is explicit or found, nothing is an error", async (t) => {

@@ -17,8 +17,11 @@
  * Deliberately not: tokens that outlive a restart of the test process, a limit on how many
  * snapshots are kept (one per unfinished list; dropped at its last page or on expire()).
  */
-import type { Obj } from "./fake-api-store.ts";
-import { ApiStatusError } from "./fake-api-store.ts";
+import { selectorMatcher } from "./fake-api-patch.ts";
+import { apiVersionOf, type FakeResource, resourceKey } from "./fake-api-resources.ts";
+import { type Reply, reply } from "./fake-api-routes.ts";
+import { ApiStatusError } from "./fake-api-status.ts";
+import type { FakeApiStore, Obj } from "./fake-api-store.ts";
 
 export interface PageRequest {
   /** which collection: resource key, namespace and selectors */
@@ -120,4 +123,54 @@ function decodeToken(text: string): Token {
     if (Number.isInteger(t.id) && Number.isInteger(t.offset)) return t as Token;
   } catch {}
   throw new ApiStatusError(400, "BadRequest", "the continue token is not valid");
+}
+
+/** what `onListPage` is told about each list answer */
+export interface ListPageInfo {
+  /** resource key: "pods", "discovery.k8s.io/endpointslices" */
+  readonly resource: string;
+  /** 1 for a first page (or an unpaged list), then 2, 3, … within one list */
+  readonly page: number;
+  readonly items: number;
+  /** true when more pages follow */
+  readonly more: boolean;
+}
+
+/** One list answer (a page of it when `limit` is set), as kube-apiserver shapes it. */
+export function listReply(
+  pages: FakeListPages,
+  store: FakeApiStore,
+  res: FakeResource,
+  ns: string | undefined,
+  url: URL,
+  onListPage: ((info: ListPageInfo) => void) | undefined,
+): Reply {
+  const key = resourceKey(res);
+  const match = selectorMatcher(url.searchParams.get("labelSelector"), url.searchParams.get("fieldSelector"));
+  const page = pages.page({
+    collection: [
+      key,
+      ns ?? "",
+      url.searchParams.get("labelSelector"),
+      url.searchParams.get("fieldSelector"),
+    ].join(" "),
+    limit: Number(url.searchParams.get("limit") ?? "0") || 0,
+    token: url.searchParams.get("continue") ?? "",
+    compactedRv: Number(store.compactedResourceVersion),
+    read: () => store.list(res, ns, match),
+  });
+  const out = res.custom
+    ? page.items
+    : page.items.map(({ kind: _k, apiVersion: _a, ...rest }) => rest as Record<string, unknown>);
+  const more = page.continue !== "";
+  onListPage?.({ resource: key, page: page.number, items: out.length, more });
+  return reply(200, {
+    kind: `${res.kind}List`,
+    apiVersion: apiVersionOf(res),
+    metadata: {
+      resourceVersion: page.rv,
+      ...(more && { continue: page.continue, remainingItemCount: page.remaining }),
+    },
+    items: out,
+  });
 }

@@ -5,10 +5,35 @@
  * - JSON patch (RFC 6902): add, remove, replace, test, copy, move with RFC 6901 pointers.
  * - Label selectors (equality and set-less existence forms: a=b, a==b, a!=b, a, !a) and
  *   field selectors on metadata.name / metadata.namespace, as list and watch filter them.
- * Deliberately not: set-based selectors (`in`, `notin`), server-side apply.
+ * Deliberately not: set-based selectors (`in`, `notin`), server-side apply (a 415 here; passlb
+ * applies nothing), strategic merge's list merge keys (passlb only PUTs built-in objects).
  */
 
+import { ApiStatusError } from "./fake-api-status.ts";
+
 type Json = unknown;
+
+const ACCEPTED = "application/json-patch+json, application/merge-patch+json";
+
+/**
+ * The patched object, by the request's Content-Type (apiserver handlers/patch.go: an
+ * unsupported type is 415 with NewUnsupportedMediaTypeError's words; custom resources take
+ * no strategic merge patch, apiextensions-apiserver customresource_handler.go).
+ */
+export function applyPatch(contentType: string, custom: boolean, current: Json, patch: Json): Json {
+  const type = contentType.split(";")[0]?.trim() ?? "";
+  if (type === "application/json-patch+json") return jsonPatch(current, patch);
+  if (type === "application/merge-patch+json") return mergePatch(current, patch);
+  if (type === "application/strategic-merge-patch+json" && !custom) return mergePatch(current, patch);
+  const accepted = custom
+    ? `${ACCEPTED}, application/apply-patch+yaml`
+    : `${ACCEPTED}, application/strategic-merge-patch+json, application/apply-patch+yaml`;
+  throw new ApiStatusError(
+    415,
+    "UnsupportedMediaType",
+    `the body of the request was in an unknown format - accepted media types include: ${accepted}`,
+  );
+}
 
 function isObject(x: Json): x is Record<string, Json> {
   return typeof x === "object" && x !== null && !Array.isArray(x);
@@ -112,7 +137,7 @@ export function jsonPatch(target: Json, ops: Json): Json {
         break;
       case "test":
         if (JSON.stringify(getAt(doc, raw.path)) !== JSON.stringify(raw.value)) {
-          throw new PatchError(`test failed at ${raw.path}`);
+          throw new PatchError(`testing value ${raw.path} failed: test failed`);
         }
         break;
       case "copy":

@@ -45,7 +45,7 @@ async function collect(api: FakeApiServer, path: string, rv: string) {
   const ended = new Promise<unknown>((resolve) => {
     finished = resolve;
   });
-  const ctrl = await new Watch(api.kubeConfig()).watch(
+  const ctrl = await new Watch(api.kubeConfig("admin")).watch(
     path,
     { resourceVersion: rv },
     (type, obj: { metadata?: { name?: string; resourceVersion?: string }; code?: number }) => {
@@ -72,7 +72,7 @@ async function until(cond: () => boolean, ms = 3000): Promise<void> {
 test("list carries the global resourceVersion; a watch from it sees later changes in order", async (t) => {
   const api = await started();
   t.after(() => api.close());
-  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
   await core.createNamespacedService({ namespace: "default", body: service("a") });
   await core.createNamespacedService({ namespace: "default", body: service("b") });
   const list = await core.listServiceForAllNamespaces();
@@ -101,7 +101,7 @@ test("list carries the global resourceVersion; a watch from it sees later change
 test("a watch from an old resourceVersion replays history; after compact() it ends with a 410 ERROR", async (t) => {
   const api = await started();
   t.after(() => api.close());
-  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
   const rv0 = api.store.resourceVersion;
   await core.createNamespacedService({ namespace: "default", body: service("a") });
   const replay = await collect(api, "/api/v1/namespaces/default/services", rv0);
@@ -139,7 +139,7 @@ test("watch from resourceVersion 0 starts with the current objects as ADDED", as
 test("update with a stale resourceVersion is 409 Conflict; status writes keep the spec", async (t) => {
   const api = await started();
   t.after(() => api.close());
-  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
   const created = await core.createNamespacedService({
     namespace: "default",
     body: service("a", { status: { loadBalancer: { ingress: [{ ip: "192.0.2.9" }] } } }),
@@ -171,7 +171,7 @@ test("update with a stale resourceVersion is 409 Conflict; status writes keep th
 test("merge and JSON patches; finalizers hold a delete until they are removed", async (t) => {
   const api = await started();
   t.after(() => api.close());
-  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const core = api.kubeConfig("admin").makeApiClient(CoreV1Api);
   const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
   const jsonp = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
   await core.createNamespacedService({ namespace: "default", body: service("a") });
@@ -225,7 +225,7 @@ test("merge and JSON patches; finalizers hold a delete until they are removed", 
 test("injected failures, request counts, a cluster-scoped custom resource with /status", async (t) => {
   const api = await started();
   t.after(() => api.close());
-  const kc = api.kubeConfig();
+  const kc = api.kubeConfig("admin");
   const custom = kc.makeApiClient(CustomObjectsApi);
   const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
   const pool = {
@@ -244,11 +244,14 @@ test("injected failures, request counts, a cluster-scoped custom resource with /
     status: 500,
   });
   const patchStatus = () =>
-    custom.patchClusterCustomObjectStatus({ ...ids, name: "p1", body: { status: { used: 1 } } }, merge);
+    custom.patchClusterCustomObjectStatus(
+      { ...ids, name: "p1", body: { status: { ipv4: { total: "16", used: 1 } } } },
+      merge,
+    );
   await assert.rejects(patchStatus(), (e: ApiException<unknown>) => e.code === 500);
   await assert.rejects(patchStatus(), (e: ApiException<unknown>) => e.code === 500);
-  const ok = (await patchStatus()) as { status?: { used?: number }; spec?: unknown };
-  assert.equal(ok.status?.used, 1);
+  const ok = (await patchStatus()) as { status?: { ipv4?: { used?: number } }; spec?: unknown };
+  assert.equal(ok.status?.ipv4?.used, 1);
   assert.equal(api.count("patch", "passlb.io/loadbalancerippools", "status"), 3);
   assert.equal(api.count("create"), 1);
   const list = (await custom.listClusterCustomObject(ids)) as { items: { kind?: string }[] };
@@ -256,9 +259,9 @@ test("injected failures, request counts, a cluster-scoped custom resource with /
 });
 
 test("stop() cuts open watches and refuses connections; start() comes back on the same port", async (t) => {
-  const api = await started({ token: "s3cret" });
+  const api = await started();
   t.after(() => api.close());
-  const kc = api.kubeConfig();
+  const kc = api.kubeConfig("admin");
   const core = kc.makeApiClient(CoreV1Api);
   const port = api.port;
   const w = await collect(api, "/api/v1/services", "0");
@@ -276,8 +279,14 @@ test("stop() cuts open watches and refuses connections; start() comes back on th
     list.items.map((s) => s.metadata?.name),
     ["while-down"],
   );
-  const res = await fetch(`${api.url}/api/v1/services`);
-  assert.equal(res.status, 401, "a missing token is refused");
+  const anonymous = await fetch(`${api.url}/api/v1/services`);
+  assert.equal(anonymous.status, 403, "no token: system:anonymous, who may list nothing");
+  assert.match(
+    ((await anonymous.json()) as { message: string }).message,
+    /^services is forbidden: User "system:anonymous" cannot list resource "services" in API group "" at the cluster scope$/,
+  );
+  const wrong = await fetch(`${api.url}/api/v1/services`, { headers: { authorization: "Bearer nope" } });
+  assert.equal(wrong.status, 401, "an unknown token is refused");
 });
 
 test("closeWatches ends streams cleanly; a label selector filters list and watch", async (t) => {
@@ -299,6 +308,7 @@ test("closeWatches ends streams cleanly; a label selector filters list and watch
   });
   const res = await fetch(
     `${api.url}/apis/discovery.k8s.io/v1/endpointslices?labelSelector=${encodeURIComponent("kubernetes.io/service-name=a")}`,
+    { headers: { authorization: "Bearer admin" } },
   );
   const list = (await res.json()) as { items: { metadata: { name: string }; kind?: string }[] };
   assert.deepEqual(

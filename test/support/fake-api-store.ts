@@ -1,21 +1,50 @@
 /**
  * Test-only: the object store behind the fake Kubernetes API server — the semantics of the
  * verbs, without HTTP (Kubernetes API concepts: "Resource versions", "Efficient detection of
- * changes", "Finalizers"; apiserver's registry/rest create, update and delete strategies).
+ * changes", "Finalizers"; apiserver's pkg/registry/rest create, update and delete strategies
+ * and pkg/registry/generic/registry/store.go).
  *
  * - One global, increasing resourceVersion; each write stamps the object with the next one.
- * - Create: uid, creationTimestamp, generation 1; generateName; status dropped when the
- *   resource has a /status subresource (as the Service and custom resource strategies do).
+ * - Create: uid, creationTimestamp, generation 1; generateName + five characters of
+ *   apiserver pkg/storage/names/generate.go's alphabet (the prefix cut to 58); status dropped
+ *   when the resource has a /status subresource (the Service and custom resource
+ *   PrepareForCreate); an existing name is 409 AlreadyExists (storage/etcd3 store.go Create →
+ *   apimachinery NewAlreadyExists: `services "web" already exists`).
+ * - Namespace lifecycle (apiserver plugin/pkg/admission/namespace/lifecycle/admission.go):
+ *   a create in a namespace that does not exist is 404 `namespaces "x" not found`, in one
+ *   being deleted 403 `… unable to create new content in namespace x because it is being
+ *   terminated`.
  * - Update/patch of the main resource keep the stored status; of /status keep everything
- *   but status. A metadata.resourceVersion in the body must match the stored one (409).
+ *   but status (per resource: fake-api-resources.ts). A metadata.resourceVersion in the body
+ *   must match the stored one, else 409 Conflict (storage/etcd3 GuaranteedUpdate →
+ *   NewConflict with apimachinery's OptimisticLockErrorMsg).
+ * - Patches (fake-api-patch.ts): custom resources refuse strategic merge with 415
+ *   (apiextensions-apiserver customresource_handler.go supportedTypes; apiserver
+ *   handlers/patch.go NewUnsupportedMediaTypeError); a failed JSON patch `test` is 422.
  * - Delete honours finalizers: sets deletionTimestamp and removes the object once an update
- *   leaves the finalizers empty.
- * - Watch history since the compaction point; a watch from an older resourceVersion is Gone.
- * Deliberately not: pagination (fake-api-pages.ts pages what list() returns), set-based selectors, admission, namespace existence checks.
+ *   leaves the finalizers empty (generic registry store.go updateForGracefulDeletionAndFinalizers).
+ * - Admission hooks (set by the server): `decode` runs on the incoming object (wire types,
+ *   custom resource pruning), `validate` on the object as it would be stored.
+ * - Watch history since the compaction point; a watch from an older resourceVersion is 410
+ *   Expired `too old resource version: X (Y)` (storage/cacher and etcd3 watcher).
+ * Deliberately not: pagination (fake-api-pages.ts pages what list() returns), set-based
+ * selectors, graceful deletion of Pods, garbage collection by ownerReferences.
  */
 import { randomUUID } from "node:crypto";
-import { jsonPatch, type Matcher, mergePatch, PatchError } from "./fake-api-patch.ts";
+import { WatchHistory, type WatchSink } from "./fake-api-history.ts";
+import {
+  asObject,
+  generateName,
+  keepSystemMeta,
+  namespaceAdmits,
+  objectId,
+  qualified,
+} from "./fake-api-meta.ts";
+import { applyPatch, type Matcher, PatchError } from "./fake-api-patch.ts";
 import { apiVersionOf, type FakeResource, resourceKey } from "./fake-api-resources.ts";
+import { ApiStatusError } from "./fake-api-status.ts";
+
+export { ApiStatusError, type WatchSink };
 
 export type Obj = Record<string, unknown> & { metadata: Meta };
 export interface Meta extends Record<string, unknown> {
@@ -31,50 +60,12 @@ export interface Meta extends Record<string, unknown> {
 
 export type WatchType = "ADDED" | "MODIFIED" | "DELETED";
 
-export class ApiStatusError extends Error {
-  readonly code: number;
-  readonly reason: string;
-  readonly details: Record<string, unknown>;
-  constructor(code: number, reason: string, message: string, details: Record<string, unknown> = {}) {
-    super(message);
-    this.code = code;
-    this.reason = reason;
-    this.details = details;
-  }
-
-  status(): Record<string, unknown> {
-    return {
-      kind: "Status",
-      apiVersion: "v1",
-      metadata: {},
-      status: "Failure",
-      message: this.message,
-      reason: this.reason,
-      details: this.details,
-      code: this.code,
-    };
-  }
-}
-
-interface HistoryEvent {
-  readonly rv: number;
-  readonly key: string;
-  readonly type: WatchType;
-  readonly object: Obj;
-  readonly previous: Obj | undefined;
-}
-
-export interface WatchSink {
-  readonly key: string;
-  readonly namespace: string | undefined;
-  readonly match: Matcher;
-  readonly send: (type: WatchType, object: Obj) => void;
-}
-
-const HISTORY_LIMIT = 20_000;
-
-function objectId(namespace: string | undefined, name: string): string {
-  return `${namespace ?? ""}/${name}`;
+/** Checks the server runs on writes (fake-api-server.ts wires wire types, schemas, validation). */
+export interface Admission {
+  /** on the incoming object, before the strategy: may prune it in place; throws 400 */
+  decode(res: FakeResource, obj: Obj): void;
+  /** on the object as it would be stored; throws 422 */
+  validate(res: FakeResource, obj: Obj, old: Obj | undefined, sub: string): void;
 }
 
 function fail(res: FakeResource, code: number, reason: string, name: string, message: string): never {
@@ -83,11 +74,10 @@ function fail(res: FakeResource, code: number, reason: string, name: string, mes
 
 export class FakeApiStore {
   #rv = 1;
-  #compactedRv = 1;
   readonly #objects = new Map<string, Map<string, Obj>>();
-  #history: HistoryEvent[] = [];
-  readonly #sinks = new Set<WatchSink>();
+  readonly #history = new WatchHistory();
   readonly #now: () => Date;
+  admission: Admission | undefined;
 
   constructor(now: () => Date = () => new Date()) {
     this.#now = now;
@@ -98,13 +88,12 @@ export class FakeApiStore {
   }
 
   get compactedResourceVersion(): string {
-    return String(this.#compactedRv);
+    return String(this.#history.compactedRv);
   }
 
   /** Drops the watch history: a watch resuming from an older resourceVersion gets 410 Gone. */
   compact(): void {
-    this.#compactedRv = this.#rv;
-    this.#history = [];
+    this.#history.compact(this.#rv);
   }
 
   #table(res: FakeResource): Map<string, Obj> {
@@ -132,13 +121,7 @@ export class FakeApiStore {
   }
 
   #emit(res: FakeResource, type: WatchType, object: Obj, previous: Obj | undefined): void {
-    const key = resourceKey(res);
-    this.#history.push({ rv: this.#rv, key, type, object: structuredClone(object), previous });
-    if (this.#history.length > HISTORY_LIMIT) {
-      const dropped = this.#history.splice(0, this.#history.length - HISTORY_LIMIT);
-      this.#compactedRv = dropped[dropped.length - 1]?.rv ?? this.#compactedRv;
-    }
-    for (const sink of [...this.#sinks]) deliver(sink, key, type, object, previous);
+    this.#history.emit(this.#rv, resourceKey(res), type, object, previous);
   }
 
   list(res: FakeResource, namespace: string | undefined, match: Matcher): { items: Obj[]; rv: string } {
@@ -156,26 +139,47 @@ export class FakeApiStore {
 
   get(res: FakeResource, namespace: string | undefined, name: string): Obj {
     const o = this.#table(res).get(objectId(namespace, name));
-    if (!o) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    if (!o) fail(res, 404, "NotFound", name, `${qualified(res)} "${name}" not found`);
     return structuredClone(o);
   }
 
   create(res: FakeResource, namespace: string | undefined, body: unknown): Obj {
     const obj = asObject(res, body);
     const meta = obj.metadata;
-    if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomUUID().slice(0, 5)}`;
-    if (!meta.name) fail(res, 422, "Invalid", "", `${res.kind}: metadata.name: Required value`);
     if (res.namespaced) {
       if (meta.namespace !== undefined && namespace !== undefined && meta.namespace !== namespace) {
-        fail(res, 400, "BadRequest", meta.name, "the namespace of the object does not match the request");
+        fail(
+          res,
+          400,
+          "BadRequest",
+          meta.name ?? "",
+          "the namespace of the provided object does not match the namespace sent on the request",
+        );
       }
       meta.namespace = namespace ?? meta.namespace ?? "default";
+      namespaceAdmits(
+        res,
+        this.#objects.get("namespaces")?.get(objectId(undefined, meta.namespace)),
+        meta.namespace,
+        meta.name ?? "",
+      );
     } else delete meta.namespace;
+    this.admission?.decode(res, obj);
+    if (!meta.name && meta.generateName) meta.name = generateName(meta.generateName);
+    if (res.status) delete obj.status;
+    this.admission?.validate(res, obj, undefined, "");
+    if (!meta.name)
+      fail(
+        res,
+        422,
+        "Invalid",
+        "",
+        `${res.kind} "" is invalid: metadata.name: Required value: name or generateName is required`,
+      );
     const id = objectId(meta.namespace, meta.name);
     if (this.#table(res).has(id)) {
-      fail(res, 409, "AlreadyExists", meta.name, `${res.resource} "${meta.name}" already exists`);
+      fail(res, 409, "AlreadyExists", meta.name, `${qualified(res)} "${meta.name}" already exists`);
     }
-    if (res.status) delete obj.status;
     meta.uid = randomUUID();
     meta.creationTimestamp = this.#timestamp();
     meta.generation = 1;
@@ -206,16 +210,7 @@ export class FakeApiStore {
     const current = this.get(res, namespace, name);
     let next: unknown;
     try {
-      if (contentType.startsWith("application/json-patch+json")) next = jsonPatch(current, patch);
-      else if (
-        contentType.startsWith("application/merge-patch+json") ||
-        contentType.startsWith("application/strategic-merge-patch+json")
-      ) {
-        // a resourceVersion in a merge patch is a precondition; the stored one is otherwise kept
-        next = mergePatch(current, patch);
-      } else {
-        throw new ApiStatusError(415, "UnsupportedMediaType", `the fake does not support ${contentType}`);
-      }
+      next = applyPatch(contentType, res.custom, current, patch);
     } catch (e) {
       if (e instanceof PatchError) fail(res, 422, "Invalid", name, e.message);
       throw e;
@@ -227,7 +222,7 @@ export class FakeApiStore {
     const table = this.#table(res);
     const id = objectId(res.namespaced ? namespace : undefined, name);
     const stored = table.get(id);
-    if (!stored) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    if (!stored) fail(res, 404, "NotFound", name, `${qualified(res)} "${name}" not found`);
     const want = incoming.metadata.resourceVersion;
     if (want !== undefined && want !== "" && want !== stored.metadata.resourceVersion) {
       fail(
@@ -235,12 +230,15 @@ export class FakeApiStore {
         409,
         "Conflict",
         name,
-        `Operation cannot be fulfilled on ${res.resource}${res.group ? `.${res.group}` : ""} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        `Operation cannot be fulfilled on ${qualified(res)} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
       );
     }
+    this.admission?.decode(res, incoming);
     let next: Obj;
     if (sub === "status") {
       next = structuredClone(stored);
+      if (res.statusKeepsMetadata)
+        next.metadata = { ...structuredClone(incoming.metadata), ...keepSystemMeta(stored) } as Meta;
       if (incoming.status === undefined) delete next.status;
       else next.status = structuredClone(incoming.status);
     } else {
@@ -265,6 +263,7 @@ export class FakeApiStore {
         next.metadata.generation = (keep.generation ?? 1) + 1;
       }
     }
+    this.admission?.validate(res, next, stored, sub ?? "");
     this.#stamp(res, next);
     if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
       table.delete(id);
@@ -280,7 +279,7 @@ export class FakeApiStore {
     const table = this.#table(res);
     const id = objectId(res.namespaced ? namespace : undefined, name);
     const stored = table.get(id);
-    if (!stored) fail(res, 404, "NotFound", name, `${res.resource} "${name}" not found`);
+    if (!stored) fail(res, 404, "NotFound", name, `${qualified(res)} "${name}" not found`);
     const next = structuredClone(stored);
     if ((stored.metadata.finalizers ?? []).length > 0) {
       if (stored.metadata.deletionTimestamp) return structuredClone(stored);
@@ -337,42 +336,10 @@ export class FakeApiStore {
   watch(res: FakeResource, rv: string, sink: WatchSink): () => void {
     if (rv === "" || rv === "0") {
       for (const o of this.list(res, sink.namespace, sink.match).items) sink.send("ADDED", o);
-    } else {
-      const from = Number(rv);
-      if (!Number.isFinite(from)) fail(res, 400, "BadRequest", "", `invalid resourceVersion ${rv}`);
-      if (from < this.#compactedRv) {
-        throw new ApiStatusError(410, "Expired", `too old resource version: ${rv} (${this.#compactedRv})`);
-      }
-      for (const e of this.#history) {
-        if (e.rv > from) deliver(sink, e.key, e.type, e.object, e.previous);
-      }
+      return this.#history.subscribe(sink);
     }
-    this.#sinks.add(sink);
-    return () => this.#sinks.delete(sink);
+    const from = Number(rv);
+    if (!Number.isFinite(from)) fail(res, 400, "BadRequest", "", `invalid resourceVersion ${rv}`);
+    return this.#history.replayAndSubscribe(from, rv, sink);
   }
-}
-
-function deliver(
-  sink: WatchSink,
-  key: string,
-  type: WatchType,
-  object: Obj,
-  previous: Obj | undefined,
-): void {
-  if (sink.key !== key) return;
-  if (sink.namespace !== undefined && object.metadata.namespace !== sink.namespace) return;
-  const now = sink.match(object);
-  const before = previous !== undefined && sink.match(previous);
-  if (type === "MODIFIED" && now && !before) sink.send("ADDED", structuredClone(object));
-  else if (type === "MODIFIED" && !now && before) sink.send("DELETED", structuredClone(object));
-  else if (now || (type === "DELETED" && before)) sink.send(type, structuredClone(object));
-}
-
-function asObject(res: FakeResource, body: unknown): Obj {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new ApiStatusError(400, "BadRequest", `${res.kind}: the body is not an object`);
-  }
-  const obj = structuredClone(body) as Obj;
-  if (typeof obj.metadata !== "object" || obj.metadata === null) obj.metadata = {};
-  return obj;
 }

@@ -4,8 +4,13 @@
  * then the finalizers as ownership markers (§1.4: a backend choice is frozen at creation),
  * then the annotations, then the controller flags GKE sets for the version.
  * Sources: ingress-gce GetLoadBalancerAnnotationType, WantsL4ILB/WantsL4NetLB,
- * isRBSBasedService, shouldUseNEGBackends, preventLegacyServiceHandling;
- * cloud-provider-gcp shouldProcessNetLB, ensureInternalLoadBalancer.
+ * isRBSBasedService, shouldUseNEGBackends, preventLegacyServiceHandling, l4netlbcontroller.go
+ * shouldProcessService; cloud-provider-gcp shouldProcessNetLB, ensureInternalLoadBalancer,
+ * ensureExternalLoadBalancer, gce_annotations.go GetLoadBalancerAnnotationType, and for the
+ * `-legacy` classes pkg/controller/service/controller.go `WantsLoadBalancer` (the forked
+ * service controller, `gkeCCMClasses` in controller_gke.go: it claims exactly the two
+ * legacy classes; the vendored upstream controller ignores every Service with a class) and
+ * gce_loadbalancer.go `EnsureLoadBalancer` (ImplementedElsewhere for every other class).
  * Not modelled: existing forwarding rules other than what the Service's own annotations and
  * finalizers reveal (there is no cloud state offline), and the creation-race delay.
  */
@@ -79,14 +84,40 @@ export function chooseController(service: Service, options: GkeOptions): Control
       findings,
     };
   };
-  const conflict = () => {
+  // Both controllers warn only for exactly `networking.gke.io/load-balancer-type: Internal`
+  // (not the deprecated key, not "internal"), in their own wording: ingress-gce
+  // l4netlbcontroller.go shouldProcessService quotes the value (%q), cloud-provider-gcp
+  // gce_loadbalancer_external.go ensureExternalLoadBalancer does not (%s).
+  const conflict = (by: "ingress-gce" | "ccm") => {
     if (!wantsInternal) return;
-    events.push({
-      type: "Warning",
-      reason: "ConflictingConfiguration",
-      message: `loadBalancerClass conflicts with networking.gke.io/load-balancer-type: "${typeAnn}" annotation. External LoadBalancer Service provisioned.`,
-    });
-    steps.push("The class wins over the Internal annotation: the load balancer is external (§1.1).");
+    if (ann["networking.gke.io/load-balancer-type"] === "Internal")
+      events.push({
+        type: "Warning",
+        reason: "ConflictingConfiguration",
+        message: `loadBalancerClass conflicts with networking.gke.io/load-balancer-type: ${by === "ingress-gce" ? '"Internal"' : "Internal"} annotation. External LoadBalancer Service provisioned.`,
+      });
+    steps.push(
+      `The class wins over load-balancer-type "${typeAnn}": the load balancer is external (§1.1)${ann["networking.gke.io/load-balancer-type"] === "Internal" ? "" : "; no ConflictingConfiguration event, which only exactly networking.gke.io/load-balancer-type: Internal raises"}.`,
+    );
+  };
+  /** The CCM's forked service controller claims the two -legacy classes, when it runs. */
+  const legacyClaimed = (): boolean => {
+    if (!atLeast(version, "1.34")) {
+      steps.push(
+        `The class needs the CCM's forked service controller, which cloud-provider-gcp has from release-1.34; at ${version.text} the CCM's service controller ignores every Service with a class.`,
+      );
+      return false;
+    }
+    if (!flags["gke-service-lb-controller"]) {
+      steps.push(
+        "The CCM's forked service controller (gke-service-lb-controller, off by default in cloud-provider-gcp) is not running: GKE documents the -legacy classes from 1.37 (--gke-flag gke-service-lb-controller=true to assume it runs).",
+      );
+      return false;
+    }
+    steps.push(
+      "The CCM's forked service controller claims the -legacy classes (WantsLoadBalancer, gkeCCMClasses); EnsureLoadBalancer serves them and no other class.",
+    );
+    return true;
   };
 
   if (cls !== undefined) {
@@ -108,19 +139,23 @@ export function chooseController(service: Service, options: GkeOptions): Control
     }
     if (cls === CLASS_EXTERNAL) {
       if (!atLeast(version, CLASS_GATE)) return tooOld(CLASS_GATE);
-      conflict();
+      conflict("ingress-gce");
       steps.push("The RBS NetLB controller owns it and the NEG controller always makes NEGs for it (§1.2).");
       return done("rbs-neg", "EXTERNAL");
     }
     if (cls === CLASS_INTERNAL_LEGACY) {
-      if (!atLeast(version, "1.37")) return tooOld("1.37");
-      steps.push("The legacy class forces the CCM's instance-group ILB, even with subsetting on (§1.3).");
+      if (!legacyClaimed()) return done("none", null);
+      steps.push(
+        "GetLoadBalancerAnnotationType reads the class before any annotation: internal. ensureInternalLoadBalancer processes the class even with ILB subsetting on and whatever the finalizers; the subsetting controller ignores it: the CCM's instance-group ILB (§1.3).",
+      );
       return done("ccm-ilb", "INTERNAL");
     }
     if (cls === CLASS_EXTERNAL_LEGACY) {
-      if (!atLeast(version, "1.37")) return tooOld("1.37");
-      conflict();
-      steps.push("The legacy class forces the CCM's target-pool NetLB (§1.2).");
+      if (!legacyClaimed()) return done("none", null);
+      conflict("ccm");
+      steps.push(
+        "The legacy class is external whatever the annotations; shouldProcessNetLB takes it, the RBS controller ignores it: the CCM's target-pool NetLB (§1.2).",
+      );
       return done("target-pool", "EXTERNAL");
     }
     steps.push(

@@ -17,6 +17,10 @@ const always = () => true;
 const never = () => false;
 
 export const GKE_FLAGS = {
+  "gke-service-lb-controller": {
+    doc: "the CCM runs its forked service controller, which claims the two -legacy classes (cloud-provider-gcp: in the code from release-1.34, off by default there; GKE doc: the external-legacy class from 1.37)",
+    byVersion: since("1.37"),
+  },
   "enable-l4-netlb-rbs-by-default": {
     doc: "new external Services get a backend-service NetLB (GKE doc: default from 1.37)",
     byVersion: since("1.37"),

@@ -1,0 +1,259 @@
+/**
+ * `passlb lb --announce bgp …` (issue #19, docs/vip-announce.md "BGP"): the flags of the
+ * routed LB tier, their validation (each message names the flag), and the wiring of the
+ * BGP announcer (src/announce/bgp/*) to the nftables data plane. The data plane reports
+ * each pass (`passDone`) and each read of the plan (`setPlanned`); this module turns them
+ * into per-VIP servability, hands it to the announcer, and feeds logs and metrics.
+ *
+ * Wiring only; every decision lives in src/announce/bgp.
+ */
+import { isIP, isIPv4 } from "node:net";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { BgpAnnouncer, type BgpEvent } from "../announce/bgp/bgp-announcer.ts";
+import { type PlannedVips, vipServability } from "../announce/bgp/bgp-servable.ts";
+import type { BgpPeer, BgpSettings, SpeakerState, VipAnnouncement } from "../announce/bgp/bgp-types.ts";
+import { renderBirdConfig } from "../announce/bgp/bird-config.ts";
+import { birdSpeaker } from "../announce/bgp/bird-speaker.ts";
+import { DEFAULT_KERNEL_TABLE, kernelVipRoutes } from "../announce/bgp/kernel-vip-routes.ts";
+import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
+import type { Observability } from "./observability.ts";
+
+export interface BgpFlags {
+  announce: string;
+  // optional: commander fills the defaults; code that builds flags in memory may leave them out
+  bgpAsn?: string;
+  bgpPeer?: string[];
+  bgpRouterId?: string;
+  bgpCommunity?: string[];
+  bfd?: boolean;
+  bfdIntervalMs?: string;
+  bfdMultiplier?: string;
+  bgpHoldS?: string;
+  bgpKernelTable?: string;
+  bgpConvergeMs?: string;
+  bgpPollMs?: string;
+  stateDir?: string;
+}
+
+export const DEFAULT_BGP_STATE_DIR = "/run/passlb/bgp";
+
+export function addBgpOptions(command: Command): void {
+  const many = (v: string, p: string[]) => [...p, v];
+  command
+    .option("--bgp-asn <asn>", "bgp: this LB host's AS number (the same on every LB host is simplest)")
+    .option(
+      "--bgp-peer <addr:asn>",
+      "bgp: a router to peer with, ADDR:ASN or [IPv6]:ASN; repeatable",
+      many,
+      [],
+    )
+    .option("--bgp-router-id <ipv4>", "bgp: router id (default: BIRD picks this host's lowest IPv4 address)")
+    .option("--bgp-community <asn:value>", "bgp: a community added to every VIP route; repeatable", many, [])
+    .option("--no-bfd", "bgp: no BFD (the hold time alone detects a dead LB host)")
+    .option("--bfd-interval-ms <ms>", "bgp: BFD transmit and receive interval", "100")
+    .option("--bfd-multiplier <n>", "bgp: BFD packets missed before the session is down", "3")
+    .option("--bgp-hold-s <s>", "bgp: BGP hold time (keepalive a third of it); 0 or 3..65535", "9")
+    .option(
+      "--bgp-kernel-table <id>",
+      "bgp: kernel routing table of the VIP routes BIRD learns",
+      `${DEFAULT_KERNEL_TABLE}`,
+    )
+    .option(
+      "--bgp-converge-ms <ms>",
+      "bgp: on a graceful stop, how long to wait after the withdrawal before stopping",
+      "2000",
+    )
+    .option("--bgp-poll-ms <ms>", "bgp: how often to read the speaker's state back", "1000");
+  // --state-dir is lb-announce.ts's (one flag for both engines)
+}
+
+/** `ADDR:ASN` or `[IPv6]:ASN` → a peer, or the error message. */
+export function parseBgpPeer(text: string): BgpPeer | string {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:[\]]+):(\d+)$/.exec(text);
+  if (!m) return `--bgp-peer: "${text}" is not ADDR:ASN (IPv6: [ADDR]:ASN)`;
+  const [, address, asnText] = m;
+  const family = isIP(address!);
+  if (family === 0) return `--bgp-peer: "${address}" in "${text}" is not an IP address`;
+  if (text.startsWith("[") && family !== 6) return `--bgp-peer: "${text}": brackets are for IPv6 addresses`;
+  const asn = Number(asnText);
+  if (!validAsn(asn)) return `--bgp-peer: ASN ${asnText} in "${text}" must be 1..4294967295`;
+  return { address: address!, asn, family: family === 4 ? "IPv4" : "IPv6" };
+}
+
+const validAsn = (n: number) => Number.isInteger(n) && n >= 1 && n <= 4294967295;
+
+export interface BgpConfig {
+  readonly settings: BgpSettings;
+  readonly stateDir: string;
+  readonly convergeMs: number;
+  readonly pollMs: number;
+}
+
+/** Validates the flags: undefined unless `--announce bgp`, else the config or an error message. */
+export function bgpAnnounceConfig(given: BgpFlags): BgpConfig | string | undefined {
+  if (given.announce !== "bgp") return undefined;
+  const flags = {
+    bgpPeer: [],
+    bgpCommunity: [],
+    bfd: true,
+    bfdIntervalMs: "100",
+    bfdMultiplier: "3",
+    bgpHoldS: "9",
+    bgpKernelTable: `${DEFAULT_KERNEL_TABLE}`,
+    bgpConvergeMs: "2000",
+    bgpPollMs: "1000",
+    ...given,
+  };
+  if (flags.bgpAsn === undefined) return "--announce bgp needs --bgp-asn";
+  const asn = Number(flags.bgpAsn);
+  if (!validAsn(asn)) return `--bgp-asn: ${flags.bgpAsn} must be 1..4294967295`;
+  if (flags.bgpPeer.length === 0) return "--announce bgp needs at least one --bgp-peer ADDR:ASN";
+  const peers: BgpPeer[] = [];
+  for (const text of flags.bgpPeer) {
+    const p = parseBgpPeer(text);
+    if (typeof p === "string") return p;
+    if (peers.some((q) => q.address === p.address)) return `--bgp-peer: ${p.address} is given twice`;
+    peers.push(p);
+  }
+  if (flags.bgpRouterId !== undefined && !isIPv4(flags.bgpRouterId))
+    return `--bgp-router-id: ${flags.bgpRouterId} is not an IPv4 address`;
+  for (const c of flags.bgpCommunity) {
+    const m = /^(\d+):(\d+)$/.exec(c);
+    if (!m || Number(m[1]) > 65535 || Number(m[2]) > 65535)
+      return `--bgp-community: "${c}" is not ASN:VALUE with both 0..65535`;
+  }
+  const interval = Number(flags.bfdIntervalMs);
+  const multiplier = Number(flags.bfdMultiplier);
+  if (flags.bfd && !(Number.isInteger(interval) && interval >= 10 && interval <= 60000))
+    return `--bfd-interval-ms: ${flags.bfdIntervalMs} must be 10..60000`;
+  if (flags.bfd && !(Number.isInteger(multiplier) && multiplier >= 2 && multiplier <= 255))
+    return `--bfd-multiplier: ${flags.bfdMultiplier} must be 2..255`;
+  const hold = Number(flags.bgpHoldS);
+  if (!(Number.isInteger(hold) && (hold === 0 || (hold >= 3 && hold <= 65535))))
+    return `--bgp-hold-s: ${flags.bgpHoldS} must be 0 or 3..65535`;
+  const table = Number(flags.bgpKernelTable);
+  if (!(Number.isInteger(table) && table >= 1 && table < 2 ** 31 && ![253, 254, 255].includes(table)))
+    return `--bgp-kernel-table: ${flags.bgpKernelTable} must be 1..2147483647 and not a system table (253-255)`;
+  const convergeMs = Number(flags.bgpConvergeMs);
+  if (!(convergeMs >= 0 && convergeMs <= 600_000)) return "--bgp-converge-ms must be 0..600000";
+  const pollMs = Number(flags.bgpPollMs);
+  if (!(pollMs >= 100)) return "--bgp-poll-ms must be ≥ 100";
+  return {
+    settings: {
+      asn,
+      peers,
+      ...(flags.bgpRouterId ? { routerId: flags.bgpRouterId } : {}),
+      kernelTable: table,
+      bfd: flags.bfd ? { intervalMs: interval, multiplier } : undefined,
+      holdSeconds: hold,
+      connectRetrySeconds: 1,
+      communities: flags.bgpCommunity,
+    },
+    stateDir: flags.stateDir ?? DEFAULT_BGP_STATE_DIR,
+    convergeMs,
+    pollMs,
+  };
+}
+
+/** What lb-nftables.ts calls; the lead can put the shared announcement interface here. */
+export interface BgpAnnounce {
+  /** the VIPs of the plan just read */
+  setPlanned(planned: readonly PlannedVips[]): void;
+  /** after each data-plane pass: what is programmed, whether the pass succeeded, Services kept */
+  passDone(programmed: readonly ServiceForwarding[], ok: boolean, kept: ReadonlySet<string>): void;
+  readonly announcements: readonly VipAnnouncement[];
+  readonly speaker: SpeakerState;
+  stop(): Promise<void>;
+}
+
+function describe(e: BgpEvent): string {
+  switch (e.kind) {
+    case "announced":
+      return `bgp: announces ${e.vip} (${e.reason})`;
+    case "withdrawn":
+      return `bgp: withdrew ${e.vip} (${e.reason})`;
+    case "speaker":
+      return `bgp: speaker ${e.health}${e.findings.length ? `: ${e.findings.join("; ")}` : ""}`;
+    case "failed":
+      return `bgp: ${(e.error as Error).message ?? String(e.error)}`;
+  }
+}
+
+/** Starts (or adopts) BIRD and the announcer; a start that fails is the returned message. */
+export async function startBgpAnnounce(
+  config: BgpConfig,
+  log: (line: string) => void,
+  obs: Observability | undefined,
+  /** the data plane as of now (started after its first pass, so nothing is withdrawn at start) */
+  initial: { planned: readonly PlannedVips[]; programmed: readonly ServiceForwarding[]; ok: boolean },
+): Promise<BgpAnnounce | string> {
+  let planned = initial.planned;
+  let programmed = initial.programmed;
+  let lastOk = initial.ok;
+  let kept: ReadonlySet<string> = new Set();
+  let announcer: BgpAnnouncer;
+  const publish = () => {
+    if (!obs) return;
+    const announced = { IPv4: 0, IPv6: 0 };
+    for (const a of announcer.announcements) if (a.state === "announced") announced[a.family]++;
+    obs.metrics.bgpSpeaker({ ...announcer.speaker, announced });
+  };
+  announcer = new BgpAnnouncer({
+    speaker: birdSpeaker({ stateDir: config.stateDir, bfd: config.settings.bfd !== undefined }),
+    routes: kernelVipRoutes({ table: config.settings.kernelTable }),
+    config: renderBirdConfig(config.settings),
+    pollMs: config.pollMs,
+    convergeMs: config.convergeMs,
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    onEvent: (e) => {
+      log(describe(e));
+      if (e.kind === "speaker" && e.health !== "healthy")
+        obs?.observer.note({ event: "bgp_speaker", severity: "warning", message: describe(e) });
+      publish();
+    },
+  });
+  const update = () =>
+    announcer.setServability(vipServability({ planned, programmed, lastPassOk: lastOk, kept }));
+  update();
+  obs?.observer.announcement(() => ({
+    mode: "bgp",
+    speaker: {
+      health: announcer.speaker.health,
+      findings: announcer.speaker.findings,
+      sessions: announcer.speaker.sessions.map((s) => {
+        const bfd = announcer.speaker.bfd.find((b) => b.peer === s.peer)?.state;
+        return { peer: s.peer, state: s.state, ...(bfd && { bfd }) };
+      }),
+    },
+    vips: announcer.announcements.map((a) => ({ vip: a.vip, state: a.state, reason: a.reason })),
+  }));
+  try {
+    await announcer.start();
+  } catch (e) {
+    return `${(e as Error).message} (state in ${join(config.stateDir, "bird.log")})`;
+  }
+  const poll = setInterval(publish, config.pollMs);
+  poll.unref();
+  return {
+    setPlanned(next) {
+      planned = next;
+    },
+    passDone(next, ok, keptNow) {
+      programmed = next;
+      lastOk = ok;
+      kept = keptNow;
+      update();
+    },
+    get announcements() {
+      return announcer.announcements;
+    },
+    get speaker() {
+      return announcer.speaker;
+    },
+    async stop() {
+      clearInterval(poll);
+      await announcer.stop();
+    },
+  };
+}
