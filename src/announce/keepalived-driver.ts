@@ -218,9 +218,10 @@ export class KeepalivedDriver implements Announcer {
     }
     this.#setEngine("stopping");
     const stoppingVips: VipReadiness[] = this.#input.vips.map((v) => ({
-      vip: v.vip,
+      ...v,
       ready: false,
       reason: "stopping",
+      detail: "passlb lb is stopping",
     }));
     this.#input = { ...this.#input, vips: stoppingVips };
     await Promise.all(

@@ -136,16 +136,17 @@ export function announceConfig(flags: AnnounceFlags) {
 
 export type AnnounceConfig = Exclude<ReturnType<typeof announceConfig>, string | undefined>;
 
-export function describeAnnounceEvent(e: AnnouncerEvent): string {
+/** One log line for an engine's event (`engine`: keepalived or bird). */
+export function describeAnnounceEvent(e: AnnouncerEvent, engine: string): string {
   switch (e.kind) {
     case "state":
-      return `${e.group} ${e.state} (${e.vips.join(", ")})`;
+      return `${e.group} ${e.state} (${e.vips.join(", ")})${e.reason ? `: ${e.reason}` : ""}`;
     case "engine":
-      return `keepalived ${e.state}${e.pid === undefined ? "" : ` (pid ${e.pid})`}${e.detail ? `: ${e.detail}` : ""}`;
+      return `${engine} ${e.state}${e.pid === undefined ? "" : ` (pid ${e.pid})`}${e.detail ? `: ${e.detail}` : ""}`;
     case "reloaded":
-      return `keepalived reloaded: ${e.added} instances added, ${e.removed} removed, ${e.changed} changed`;
+      return `${engine} reloaded: ${e.added} instances added, ${e.removed} removed, ${e.changed} changed`;
     case "cleaned":
-      return `removed VIP addresses keepalived left behind (${e.why}): ${e.vips.join(", ")}`;
+      return `removed VIP addresses ${engine} left behind (${e.why}): ${e.vips.join(", ")}`;
     case "failed":
       return `announce: ${(e.error as Error).message ?? String(e.error)}`;
   }

@@ -14,11 +14,13 @@
  * nft is unusable, 2 bad flags or unreadable input at start.
  */
 
+import { hostname } from "node:os";
 import {
   type AnnounceInput,
   type Announcer,
   type AnnouncerEvent,
   type PeerAddresses,
+  type PlannedVips,
   vipReadiness,
 } from "../announce/announcer.ts";
 import { lbPeersFromNodes, type PeerLabel } from "../announce/lb-peers.ts";
@@ -45,13 +47,7 @@ import {
   describeAnnounceEvent,
   keepalivedAnnouncer,
 } from "./lb-announce.ts";
-import {
-  addBgpOptions,
-  type BgpAnnounce,
-  type BgpFlags,
-  bgpAnnounceConfig,
-  startBgpAnnounce,
-} from "./lb-announce-bgp.ts";
+import { addBgpOptions, type BgpFlags, bgpAnnounceConfig, bgpAnnouncer, birdLog } from "./lb-announce-bgp.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
@@ -142,10 +138,11 @@ export async function runNftablesLb(
   if (typeof bgpWith === "string") return usage(io, bgpWith);
   const announceWith = bgpWith ? undefined : announceConfig(flags);
   if (typeof announceWith === "string") return usage(io, announceWith);
-  let bgp: BgpAnnounce | undefined;
-  let bgpKept = new Set<string>();
-  let bgpPassOk = false;
-  let lastPlanned: { service: string; vips: { address: string; family: "IPv4" | "IPv6" }[] }[] = [];
+  /** the Services the pass under way kept at their last good state; the last pass's; its outcome */
+  let passKept = new Set<string>();
+  let lastKept: ReadonlySet<string> = new Set();
+  let lastPassOk = false;
+  let lastPlanned: PlannedVips[] = [];
 
   const nft = adapters.nft ?? createNftApplier();
   try {
@@ -158,7 +155,6 @@ export async function runNftablesLb(
     return 1;
   }
   let announce: Announcer | undefined;
-  let lastVips: string[] = [];
   let lastNodes: Snapshot["nodes"] = [];
   let syncs = 0;
   let pushAnnounce: () => void = () => {};
@@ -174,17 +170,15 @@ export async function runNftablesLb(
   });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
-    if (e.kind === "kept_last_good") bgpKept.add(e.service);
+    if (e.kind === "kept_last_good") passKept.add(e.service);
     if (e.kind === "synced" || e.kind === "sync_failed") {
-      bgpPassOk = e.kind === "synced";
-      bgp?.passDone(controller.forwarding, bgpPassOk, bgpKept);
-      bgpKept = new Set();
-    }
-    if (e.kind === "synced") {
-      synced();
-      syncs++;
+      lastPassOk = e.kind === "synced";
+      lastKept = passKept;
+      passKept = new Set();
+      if (lastPassOk) syncs++;
       pushAnnounce();
     }
+    if (e.kind === "synced") synced();
     if (!obs) return;
     if (e.kind === "synced") {
       if (e.mode !== "noop") obs.metrics.nftTransaction(e.mode, true, e.ms / 1000);
@@ -261,64 +255,74 @@ export async function runNftablesLb(
       return 1;
     }
   }
-  // L2 announcement (--announce l2): started after the first sync, so a VIP is taken only
-  // once this host can forward it; every sync and every read tells the engine which VIPs
-  // this host can serve now (announcer.ts vipReadiness), and (with --peer-label) the peers
+  // VIP announcement (--announce l2: keepalived; --announce bgp: BIRD), one `Announcer`
+  // either way: started after the first sync, so a VIP is announced only once this host
+  // can forward it; every pass and every read tells the engine which VIPs this host can
+  // serve now (announcer.ts vipReadiness), and (l2 with --peer-label) the peers
   const announceInput = (): AnnounceInput => ({
-    vips: vipReadiness(lastVips, controller.forwarding, false),
+    vips: vipReadiness({
+      planned: lastPlanned,
+      programmed: controller.forwarding,
+      lastPassOk,
+      kept: lastKept,
+      stopping: false,
+    }),
     generation: syncs,
     ...(announceWith?.peerLabel ? { peers: labelledPeers(lastNodes, announceWith.peerLabel) } : {}),
   });
   const announceRead = (snapshot: Snapshot, plans: ReturnType<typeof planSnapshot>["plans"]) => {
-    lastVips = plans.flatMap((p) => p.vips.map((v) => v.address));
     lastPlanned = plans.map((p) => ({ service: p.service, vips: p.vips.map((v) => ({ ...v })) }));
-    bgp?.setPlanned(lastPlanned);
     lastNodes = snapshot.nodes;
     pushAnnounce();
   };
+  const mode = bgpWith ? "bgp" : "l2";
+  const engineName = bgpWith ? "bird" : "keepalived";
+  let announceMetrics: ReturnType<typeof setInterval> | undefined;
   const beginAnnounce = async (): Promise<boolean> => {
     if (!announceWith && !bgpWith) return true;
     let waited: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([firstSync, new Promise((r) => (waited = setTimeout(r, 10_000)))]);
     clearTimeout(waited);
-    if (bgpWith) {
-      const started = await startBgpAnnounce(bgpWith, (line) => io.stderr(`passlb lb: ${line}\n`), obs, {
-        planned: lastPlanned,
-        programmed: controller.forwarding,
-        ok: bgpPassOk,
-      });
-      if (typeof started === "string") io.stderr(`error: --announce bgp: ${started}\n`);
-      else bgp = started;
-      return typeof started !== "string";
-    }
-    if (!announceWith) return true;
-    const peers = announceWith.peerLabel
-      ? labelledPeers(lastNodes, announceWith.peerLabel)
-      : announceWith.peers;
+    const peers: PeerAddresses = !announceWith
+      ? new Map()
+      : announceWith.peerLabel
+        ? labelledPeers(lastNodes, announceWith.peerLabel)
+        : announceWith.peers;
     const onEvent = (e: AnnouncerEvent) => {
-      const line = describeAnnounceEvent(e);
+      const line = describeAnnounceEvent(e, engineName);
       io.stderr(`passlb lb: ${line}\n`);
-      if (e.kind === "state") obs?.metrics.announceTransition("keepalived", e.state);
+      if (e.kind === "state") obs?.metrics.announceTransition(engineName, e.state);
       if (announce && obs) obs.metrics.announce(announce.status());
-      if (e.kind === "failed" || (e.kind === "engine" && e.state === "restarting"))
+      if (
+        e.kind === "failed" ||
+        (e.kind === "engine" && (e.state === "restarting" || e.state === "failed" || e.healthy === false))
+      )
         obs?.observer.note({ event: `announce_${e.kind}`, severity: "warning", message: line });
     };
     const engine = adapters.announcer
       ? adapters.announcer(peers, onEvent)
-      : keepalivedAnnouncer(announceWith, peers, onEvent);
+      : bgpWith
+        ? bgpAnnouncer(bgpWith, flags.hostName ?? hostname(), onEvent)
+        : keepalivedAnnouncer(announceWith!, peers, onEvent);
     if (typeof engine === "string") {
-      io.stderr(`error: --announce l2: ${engine}\n`);
+      io.stderr(`error: --announce ${mode}: ${engine}\n`);
       return false;
     }
     try {
       await engine.start(announceInput());
     } catch (e) {
-      io.stderr(`error: --announce l2: ${(e as Error).message}\n`);
+      const where = bgpWith ? ` (state in ${birdLog(bgpWith)})` : "";
+      io.stderr(`error: --announce ${mode}: ${(e as Error).message}${where}\n`);
       return false;
     }
     announce = engine;
     obs?.observer.announcement(() => engine.status());
-    obs?.metrics.announce(engine.status());
+    if (obs) {
+      // the engine's own state (sessions, BFD, VRRP) changes between events too
+      obs.metrics.announce(engine.status());
+      announceMetrics = setInterval(() => obs.metrics.announce(engine.status()), 1000);
+      announceMetrics.unref();
+    }
     pushAnnounce(); // reads that landed while it started
     return true;
   };
@@ -359,8 +363,8 @@ export async function runNftablesLb(
       }
     } else if (await beginAnnounce()) await aborted;
     else code = 1;
+    clearInterval(announceMetrics);
     await announce?.stop({ graceful: true });
-    await bgp?.stop();
     await kube.source.close();
     await controller.stop();
     await prober?.close();
@@ -439,8 +443,8 @@ export async function runNftablesLb(
     else signal.addEventListener("abort", () => resolve(), { once: true });
   });
   if (counterTimer) clearInterval(counterTimer);
+  clearInterval(announceMetrics);
   await announce?.stop({ graceful: true });
-  await bgp?.stop();
   await controller.stop();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");

@@ -89,7 +89,7 @@ export const LbStateSchema = z.looseObject({
       }),
     )
     .default([]),
-  /** `--announce l2`: the engine's status (announcer.ts AnnouncerStatus); null without announcement */
+  /** `--announce l2` or `bgp`: the engine's status (announcer.ts AnnouncerStatus, one shape); null without */
   announce: z
     .looseObject({
       engine: z.string(),
@@ -109,6 +109,13 @@ export const LbStateSchema = z.looseObject({
       groups: z
         .array(z.looseObject({ name: z.string(), state: z.string(), priority: z.number(), vips: z.number() }))
         .default([]),
+      /** BIRD: the speaker's health and its BGP sessions */
+      speaker: z
+        .looseObject({
+          health: z.string(),
+          sessions: z.array(z.looseObject({ peer: z.string(), established: z.boolean() })).default([]),
+        })
+        .optional(),
     })
     .nullish(),
 });
@@ -164,6 +171,8 @@ export interface AnnounceView {
   state: string;
   detail: string | null;
   groups: readonly { name: string; state: string; priority: number; vips: number }[];
+  /** BIRD: the speaker's health, sessions established of all */
+  speaker: { health: string; established: number; sessions: number } | null;
 }
 
 export interface StatusReport {
@@ -190,6 +199,13 @@ function podStatus(h: LbHostAnswer): PodStatus {
               state: h.state.announce.state,
               detail: h.state.announce.detail ?? null,
               groups: h.state.announce.groups,
+              speaker: h.state.announce.speaker
+                ? {
+                    health: h.state.announce.speaker.health,
+                    established: h.state.announce.speaker.sessions.filter((x) => x.established).length,
+                    sessions: h.state.announce.speaker.sessions.length,
+                  }
+                : null,
             }
           : null,
       }
@@ -285,12 +301,18 @@ function duration(seconds: number | null): string {
   return h > 0 ? `up ${h}h${String(m).padStart(2, "0")}m` : `up ${m}m${String(s % 60).padStart(2, "0")}s`;
 }
 
-/** `keepalived running: 2 MASTER, 1 BACKUP` */
+/** `keepalived running: 2 MASTER, 1 BACKUP`; `bird running: speaker degraded, 1 of 2 BGP sessions Established` */
 function engine(a: AnnounceView | null): string {
   if (!a) return "";
   const counts = new Map<string, number>();
   for (const g of a.groups) counts.set(g.state, (counts.get(g.state) ?? 0) + 1);
-  const states = [...counts].map(([st, n]) => `${n} ${st}`).join(", ");
+  const parts = [...counts].map(([st, n]) => `${n} ${st}`);
+  if (a.speaker)
+    parts.push(
+      `speaker ${a.speaker.health}`,
+      `${a.speaker.established} of ${a.speaker.sessions} BGP sessions Established`,
+    );
+  const states = parts.join(", ");
   const detail = a.state === "running" || !a.detail ? "" : ` (${a.detail})`;
   return `${a.engine} ${a.state}${detail}${states ? `: ${states}` : ""}`;
 }

@@ -54,24 +54,8 @@ export interface DashboardInput {
   readonly issues: readonly Finding[];
   /** Kubernetes mode: whether the API calls are failing (cluster/kube-api-health.ts) */
   readonly kubeApi?: KubeApiReport;
-  /** VIP announcement (`--announce l2` or `bgp`): which VIPs this host holds, its engine's state */
-  readonly announce?: AnnouncerStatus | DashboardAnnounce;
-}
-
-/** How this host announces its VIPs and what the speaker reports (docs/vip-announce.md). */
-export interface DashboardAnnounce {
-  /** `bgp` */
-  readonly mode: string;
-  readonly speaker: {
-    readonly health: "healthy" | "degraded" | "down";
-    readonly findings: readonly string[];
-    readonly sessions: readonly { readonly peer: string; readonly state: string; readonly bfd?: string }[];
-  };
-  readonly vips: readonly {
-    readonly vip: string;
-    readonly state: "announced" | "withdrawn";
-    readonly reason: string;
-  }[];
+  /** VIP announcement (`--announce l2` or `bgp`, one shape): which VIPs this host holds, its engine's state */
+  readonly announce?: AnnouncerStatus;
 }
 
 export interface DashboardNode {
@@ -154,7 +138,7 @@ export interface DashboardState {
   /** Kubernetes mode only: the API calls' failing channels (docs/kubernetes.md) */
   readonly kubeApi?: KubeApiReport;
   /** null without announcement (docs/dashboard.md "announce") */
-  readonly announce: AnnouncerStatus | DashboardAnnounce | null;
+  readonly announce: AnnouncerStatus | null;
 }
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;

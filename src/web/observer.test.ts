@@ -3,7 +3,6 @@ import { test } from "node:test";
 import { webPlans } from "../../test/support/web-fixture.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import type { ProbeTarget } from "../health/state-probe-targets.ts";
-import type { DashboardAnnounce } from "./dashboard-state.ts";
 import { createLogger } from "./logger.ts";
 import { Metrics } from "./metrics.ts";
 import { Observer } from "./observer.ts";
@@ -154,21 +153,28 @@ test("standing findings: logged once, replaced by the next set", () => {
   assert.equal(observer.state().issues.length, 0);
 });
 
-test("an announcement source shows in the state as it is at each read", () => {
+test("an announcement source shows in the state as it is at each read, one shape for both engines", () => {
   const { observer } = setup();
   assert.equal(observer.state().announce, null, "no announcement section without a source");
   let health: "healthy" | "degraded" = "healthy";
   observer.announcement(() => ({
-    mode: "bgp",
-    speaker: { health, findings: [], sessions: [{ peer: "198.51.100.1", state: "Established", bfd: "Up" }] },
-    vips: [{ vip: "203.0.113.10", state: "announced", reason: "bgp/web: 2 healthy node(s)" }],
+    engine: "bird",
+    host: "lb-1",
+    state: "running",
+    generation: 3,
+    vips: [{ vip: "203.0.113.10", state: "held", reason: "bgp/web: 2 healthy node(s); to 198.51.100.1" }],
+    groups: [],
+    speaker: {
+      health,
+      findings: [],
+      sessions: [{ peer: "198.51.100.1", state: "Established", established: true, bfd: "Up" }],
+    },
   }));
-  const speaker = () => (observer.state().announce as DashboardAnnounce | null)?.speaker.health;
-  assert.equal(speaker(), "healthy");
+  assert.equal(observer.state().announce?.speaker?.health, "healthy");
   health = "degraded";
-  assert.equal(speaker(), "degraded");
+  assert.equal(observer.state().announce?.speaker?.health, "degraded");
   assert.deepEqual(
     observer.state().announce?.vips.map((v) => v.state),
-    ["announced"],
+    ["held"],
   );
 });

@@ -30,12 +30,7 @@ import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
-import {
-  type DashboardAnnounce,
-  type DashboardEvent,
-  type DashboardState,
-  dashboardState,
-} from "./dashboard-state.ts";
+import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -62,7 +57,7 @@ export class Observer {
   readonly #o: ObserverOptions;
   readonly startedAt: number;
   #forwarding: readonly ServiceForwarding[] = [];
-  #announce: (() => AnnouncerStatus | DashboardAnnounce) | undefined;
+  #announce: (() => AnnouncerStatus) | undefined;
   #health: HealthLookup | undefined;
   readonly #events: DashboardEvent[] = [];
   /** `service\0node` → second → count */
@@ -222,7 +217,7 @@ export class Observer {
   }
 
   /** VIP announcement: the engine's status, read at each `state()` */
-  announcement(status: () => AnnouncerStatus | DashboardAnnounce): void {
+  announcement(status: () => AnnouncerStatus): void {
     this.#announce = status;
   }
 

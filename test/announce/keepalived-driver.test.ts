@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { AnnounceInput, AnnouncerEvent } from "../../src/announce/announcer.ts";
+import { vipReady } from "../../src/announce/fake-announcer.ts";
 import { KeepalivedDriver } from "../../src/announce/keepalived-driver.ts";
 import { kernelVipAddresses } from "../../src/announce/vip-addresses.ts";
 import { vipOwners } from "../../src/announce/vip-owners.ts";
@@ -36,11 +37,7 @@ const PEERS = new Map([
 ]);
 const VIPS = ["203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.4", "203.0.113.5", "fd00:10::1"];
 const input = (vips: readonly string[], notReady: readonly string[] = []): AnnounceInput => ({
-  vips: vips.map((vip) =>
-    notReady.includes(vip)
-      ? { vip, ready: false, reason: "no_healthy_backend" as const }
-      : { vip, ready: true, reason: "ok" as const },
-  ),
+  vips: vips.map((vip) => vipReady(vip, notReady.includes(vip) ? "no_healthy_backend" : "ok")),
   generation: 1,
 });
 

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { FakeAnnouncer } from "../../src/announce/fake-announcer.ts";
+import { FakeAnnouncer, vipReady } from "../../src/announce/fake-announcer.ts";
 import { startObservability } from "../../src/cli/observability.ts";
 import { QuickstartRun } from "../../src/quickstart/quickstart-run.ts";
 import { httpGet, until } from "../userspace/clients.ts";
@@ -162,10 +162,7 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
   // the page's Announcement card shows each VIP held or not
   const announcer = new FakeAnnouncer("lb-1");
   await announcer.start({
-    vips: [
-      { vip: WEB, ready: true, reason: "ok" },
-      { vip: "127.0.1.150", ready: false, reason: "no_healthy_backend" },
-    ],
+    vips: [vipReady(WEB), vipReady("127.0.1.150", "no_healthy_backend")],
     generation: 1,
   });
   obs.observer.announcement(() => announcer.status());
