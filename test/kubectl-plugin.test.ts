@@ -73,7 +73,9 @@ async function withCluster<T>(
     return await body({ api, env, dir });
   } finally {
     await api.close();
-    rmSync(dir, { recursive: true, force: true });
+    // a kubectl the plugin started may still be writing its discovery cache under $HOME
+    // when the plugin has already exited on another call's error (seen under load: ENOTEMPTY)
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 }
 
