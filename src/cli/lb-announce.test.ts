@@ -36,7 +36,13 @@ test("announce flags are validated before anything starts", () => {
   assert.equal(ok.self, "lb-1");
   assert.equal(ok.advertMs, 100);
   assert.equal(ok.stateDir, "/run/passlb/l2");
-  assert.match(announceConfig(flags({ announce: "bgp" })) as string, /none, l2 or bgp/);
+  assert.equal(announceConfig(flags({ announce: "bgp" })), undefined, "lb-announce-bgp.ts validates bgp");
+  assert.match(announceConfig(flags({ announce: "vrrp" })) as string, /none, l2 or bgp/);
+  assert.match(
+    announceConfig(flags({ announce: "bgp", heartbeatMs: "100" })) as string,
+    /--heartbeat-ms is gone/,
+    "refused in every mode",
+  );
   assert.match(announceConfig(flags({ hostName: "lb-9" })) as string, /must list this host/);
   assert.match(announceConfig(flags({ advertMs: "5" })) as string, /10\.\.40950/);
   assert.match(announceConfig(flags({ advertMs: "105" })) as string, /steps of 10/);

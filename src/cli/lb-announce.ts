@@ -102,11 +102,12 @@ export function parsePeers(
   return peers;
 }
 
-/** Validates the flags; returns undefined for `--announce none`, or an error message. */
+/** Validates the flags; returns undefined for `--announce none` and `bgp` (lb-announce-bgp.ts
+ * validates those), or an error message. The heartbeat flags are refused in every mode. */
 export function announceConfig(flags: AnnounceFlags) {
   for (const [flag, message] of Object.entries(REPLACED_FLAGS))
     if (flags[flag as keyof typeof REPLACED_FLAGS] !== undefined) return message;
-  if (flags.announce === "none") return undefined;
+  if (flags.announce === "none" || flags.announce === "bgp") return undefined;
   if (flags.announce !== "l2") return "--announce must be none, l2 or bgp";
   if (!flags.interface) return "--announce l2 needs --interface";
   const peers = parsePeers(flags.peers);

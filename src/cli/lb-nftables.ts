@@ -134,10 +134,10 @@ export async function runNftablesLb(
     return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
   // --announce bgp (lb-announce-bgp.ts): the routed LB tier; l2 otherwise
+  const announceWith = announceConfig(flags);
+  if (typeof announceWith === "string") return usage(io, announceWith);
   const bgpWith = bgpAnnounceConfig(flags);
   if (typeof bgpWith === "string") return usage(io, bgpWith);
-  const announceWith = bgpWith ? undefined : announceConfig(flags);
-  if (typeof announceWith === "string") return usage(io, announceWith);
   /** the Services the pass under way kept at their last good state; the last pass's; its outcome */
   let passKept = new Set<string>();
   let lastKept: ReadonlySet<string> = new Set();
