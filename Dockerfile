@@ -5,7 +5,8 @@
 # Two stages: the build compiles the TypeScript to dist/ and keeps only the runtime
 # dependencies; the runtime image adds the kernel tools the LB host drives. The default user
 # is an unprivileged one (65532), which is all the controller needs. The LB DaemonSet runs
-# as root with NET_ADMIN and NET_RAW (nftables, addresses, policy routes, gratuitous ARP):
+# as root with NET_ADMIN and NET_RAW (nftables, addresses, policy routes, keepalived's VRRP and
+# gratuitous ARP / unsolicited neighbour advertisements, BIRD's BGP and BFD sockets):
 # deploy/lb-daemonset.yaml sets that explicitly.
 #
 # Node.js 24 (LTS, supported until 2028-04-30) on Debian 13 "trixie": node:20 reached its
@@ -21,14 +22,14 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-trixie-slim
-# nftables: the data plane; iproute2: addresses and policy routes; iputils-arping: the
-# gratuitous ARP for a VIP this host takes over on the L2 segment (IPv6 needs no tool: the
-# kernel sends the unsolicited neighbour advertisement itself, src/announce/vip-addresses.ts);
+# nftables: the data plane; iproute2: addresses and policy routes; keepalived: VRRP for
+# `--announce l2` (docs/vip-announce.md); iputils-arping: the lab's and operators' ARP checks;
 # conntrack: release UDP flows pinned to a node that left a Service's table
 # (docs/dataplane-nftables.md) and remove stale UDP entries on nodes (docs/agent-dataplane.md);
-# bird2: the BGP speaker of `--announce bgp` (docs/vip-announce.md), started by passlb.
+# bird2: the BGP speaker of `--announce bgp` (docs/vip-announce.md). Both speakers are
+# started by passlb.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack bird2 \
+  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack bird2 keepalived \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/passlb
 ENV NODE_ENV=production

@@ -1,5 +1,5 @@
 /**
- * BGP + ECMP failover benchmark (issue #19, docs/vip-announce.md "VIPs over BGP"): the lab
+ * BGP + ECMP failover benchmark (issue #19, docs/vip-announce.md "BGP: the routed LB tier"): the lab
  * with an FRR router and three LB hosts running `passlb lb --announce bgp`
  * (test/fixtures/lab/bgp/topology.yaml). Each round first opens 1,000 new connections and
  * counts them in each LB host's conntrack (the spread), then, while a client holds 150

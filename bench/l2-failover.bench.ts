@@ -1,11 +1,14 @@
 /**
- * L2 failover benchmark (issue 8 §3, docs/vip-announce.md): the lab with two LB hosts on the
- * clients' segment (test/fixtures/lab/l2/topology.yaml). A client opens a new TCP connection
- * to a VIP every 20 ms (300 ms timeout, shorter than TCP's first SYN retransmission) for
- * 6 s; 1.5 s in, the VIP's holder
- *   - steady:   nothing happens (the baseline: the largest gap with no failure at all);
- *   - graceful: its `passlb lb` gets SIGTERM (goodbye, hand-over, release);
- *   - hard:     its `passlb lb` gets SIGKILL and its links go down (a dead host).
+ * L2 failover benchmark (issues 8 §3 and 20 §2, docs/vip-announce.md): the lab with two LB
+ * hosts on the clients' segment (test/fixtures/lab/l2/topology.yaml), announcing through
+ * VRRP with keepalived. A client opens a new TCP connection to a VIP every 20 ms (300 ms
+ * timeout, shorter than TCP's first SYN retransmission) for 6 s; 1.5 s in, the VIP's holder
+ *   - steady:    nothing happens (the baseline: the largest gap with no failure at all);
+ *   - graceful:  its `passlb lb` gets SIGTERM (priority drop, hand-over, keepalived stops);
+ *   - hard:      its links go down, then its `passlb lb` and keepalived get SIGKILL (a dead host);
+ *   - passlb:    only its `passlb lb` gets SIGKILL (keepalived and the kernel carry on);
+ *   - keepalived: only keepalived's process group gets SIGKILL (passlb removes its leftovers,
+ *                restarts it).
  * The gap is the time from the last successful connection before the first failure to the
  * first success after it. Rounds interleave the three; medians and the worst are printed,
  * with the ratio of each to the steady baseline of the same run, the script's CPU time and
@@ -40,7 +43,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function missing(): string | undefined {
   if (process.getuid?.() !== 0) return "needs root (network namespaces, nft)";
-  for (const t of ["ip", "nft", "arping"])
+  for (const t of ["ip", "nft", "arping", "keepalived"])
     if (spawnSync("sh", ["-c", `command -v ${t}`]).status !== 0) return `${t} is not installed`;
   return undefined;
 }
@@ -135,36 +138,70 @@ async function main(): Promise<void> {
       while (!held() && Date.now() < deadline) await sleep(100);
       await sleep(1500); // the other host has released it and the clients' caches point back
     };
-    const results: Record<"steady" | "graceful" | "hard", number[]> = { steady: [], graceful: [], hard: [] };
+    const KINDS = ["steady", "graceful", "hard", "passlb", "keepalived"] as const;
+    const results: Record<(typeof KINDS)[number], number[]> = {
+      steady: [],
+      graceful: [],
+      hard: [],
+      passlb: [],
+      keepalived: [],
+    };
+    const failures: Record<(typeof KINDS)[number], number[]> = {
+      steady: [],
+      graceful: [],
+      hard: [],
+      passlb: [],
+      keepalived: [],
+    };
+    // SIGKILL to keepalived's process group: parent and VRRP child at once (the parent
+    // alone would let the child stop in order through its parent-death signal)
+    const killKeepalived = () => {
+      const pid = Number(
+        readFileSync(join(state.stateDir, `keepalived-${holder}`, "keepalived.pid"), "utf8"),
+      );
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {}
+    };
     await sleep(2000);
     for (let r = 0; r < ROUNDS; r++) {
-      for (const kind of ["steady", "graceful", "hard"] as const) {
+      for (const kind of KINDS) {
         const running = stream();
         await sleep(1500);
         const pid = state.processes.find((p) => p.role === "lb" && p.host === holder)!.pid;
         if (kind === "graceful") await labRestart(state, "lb", holder, { repoRoot: REPO, stopOnly: true });
         if (kind === "hard") {
-          process.kill(pid, "SIGKILL");
+          // links first: nothing the dying processes might still send leaves the host
           for (const dev of ["eth0", "eth1"]) spawnSync("ip", ["-n", holderNs, "link", "set", dev, "down"]);
+          process.kill(pid, "SIGKILL");
+          killKeepalived();
         }
+        if (kind === "passlb") process.kill(pid, "SIGKILL");
+        if (kind === "keepalived") killKeepalived();
         const events = await running;
         const g = gap(events);
         results[kind].push(g);
         const failed = events.filter((e) => !e.ok).length;
+        failures[kind].push(failed);
         say(
           `round ${r + 1} ${kind.padEnd(8)} gap ${Number.isFinite(g) ? g : "never resumed"} ms, ${failed} of ${events.length} failed`,
         );
-        if (kind !== "steady") await backToHolder();
+        if (kind === "keepalived") {
+          // passlb restarts keepalived by itself; wait until it holds the VIP again
+          const deadline = Date.now() + 20_000;
+          while (!held() && Date.now() < deadline) await sleep(100);
+          await sleep(1500);
+        } else if (kind !== "steady") await backToHolder();
       }
     }
     const cpu = process.cpuUsage(cpu0);
     const base = median(results.steady);
     say("");
-    say(`| case | median gap (ms) | worst (ms) | median / steady |`);
-    say(`| --- | --- | --- | --- |`);
-    for (const kind of ["steady", "graceful", "hard"] as const)
+    say(`| case | median gap (ms) | worst (ms) | median / steady | failed connections (per round) |`);
+    say(`| --- | --- | --- | --- | --- |`);
+    for (const kind of KINDS)
       say(
-        `| ${kind} | ${median(results[kind])} | ${Math.max(...results[kind])} | ${(median(results[kind]) / base).toFixed(1)} |`,
+        `| ${kind} | ${median(results[kind])} | ${Math.max(...results[kind])} | ${(median(results[kind]) / base).toFixed(1)} | ${failures[kind].join(", ")} |`,
       );
     say("");
     say(

@@ -480,7 +480,7 @@ test("least privilege: the LB runs with exactly the capabilities its commands us
   // each granted capability is explained, beside the tool that needs it, in the manifest and the docs
   const manifest = readFileSync(join(DEPLOY, "lb-daemonset.yaml"), "utf8");
   const install = readFileSync(join(ROOT, "docs", "install.md"), "utf8");
-  const why = { NET_ADMIN: ["nft", "ip rule", "ip addr"], NET_RAW: ["arping"] };
+  const why = { NET_ADMIN: ["nft", "ip rule", "ip addr"], NET_RAW: ["keepalived"] };
   for (const [cap, tools] of Object.entries(why))
     for (const text of [manifest, install]) {
       const line = text.split("\n").find((l) => l.includes(cap) && tools.some((t) => l.includes(t)));
@@ -491,10 +491,11 @@ test("least privilege: the LB runs with exactly the capabilities its commands us
     "src/dataplane/nft-applier.ts",
     "src/dataplane/policy-routes.ts",
     "src/announce/vip-addresses.ts",
+    "src/announce/keepalived-driver.ts",
   ]
     .map((f) => readFileSync(join(ROOT, f), "utf8"))
     .join("\n");
-  for (const tool of ['"nft"', '"ip"', '"arping"'])
+  for (const tool of ['"nft"', '"ip"', '"keepalived"'])
     assert.ok(used.includes(tool), `the code no longer runs ${tool}`);
 });
 
@@ -560,7 +561,7 @@ test("the Dockerfile builds from files that exist and installs what the LB host 
   assert.deepEqual(bases, ["node:24-trixie-slim", "node:24-trixie-slim"]);
   assert.match(text, /npm ci/);
   assert.match(text, /npm run build/);
-  for (const pkg of ["nftables", "iproute2", "iputils-arping", "conntrack"])
+  for (const pkg of ["nftables", "iproute2", "iputils-arping", "conntrack", "bird2", "keepalived"])
     assert.match(text, new RegExp(`\\b${pkg}\\b`));
   assert.doesNotMatch(text, /\bndisc6\b/, "no tool the code does not run");
   assert.match(text, /^USER 65532/m);
@@ -664,7 +665,12 @@ test("the announce-bgp component: its args are passlb lb flags, and kustomize bu
       execFileSync("kubectl", ["kustomize", overlay], { encoding: "utf8", timeout: 30_000 }),
     ).map((d) => d.toJS() as Obj & { spec?: { template?: { spec: Record<string, unknown> } } });
     const ds = JSON.stringify(built.find((o) => o.kind === "DaemonSet"));
-    for (const s of ["--announce=bgp", "--state-dir=/run/passlb/bgp", "NET_BIND_SERVICE", "bgp-state"])
+    for (const s of [
+      "--announce=bgp",
+      "--state-dir=/run/passlb/bgp",
+      "NET_BIND_SERVICE",
+      '"mountPath":"/run/passlb"',
+    ])
       assert.ok(ds.includes(s), s);
   } finally {
     rmSync(overlay, { recursive: true, force: true });

@@ -73,8 +73,9 @@ async function withCluster<T>(
     return await body({ api, env, dir });
   } finally {
     await api.close();
-    // kubectl may still be writing its discovery cache there: retry on ENOTEMPTY
-    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    // a kubectl the plugin started may still be writing its discovery cache under $HOME
+    // when the plugin has already exited on another call's error (seen under load: ENOTEMPTY)
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 }
 

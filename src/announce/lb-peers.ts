@@ -1,7 +1,7 @@
 /**
  * The LB hosts of a segment from the cluster's Nodes (docs/vip-announce.md "Peers"): every
  * Node carrying the LB-host label (`key` or `key=value`) is a peer, at its InternalIP of the
- * heartbeat family. This is how Kubernetes mode (and standalone mode with Nodes in the
+ * family asked for (both, for the IPv4 and IPv6 VRRP instances). This is how Kubernetes mode (and standalone mode with Nodes in the
  * manifests, `--peer-label`) gets the peer list instead of `--peers`. Pure: Nodes in, a
  * name → address map out; a Node without such an address is left out.
  */

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { defaultQuorum, type PeerHeard, peerLiveness } from "./peer-liveness.ts";
-import { vipOwners, vipsOf } from "./vip-owners.ts";
+import { vipOwners, vipRanking, vipsOf } from "./vip-owners.ts";
 
 const host = fc.stringMatching(/^[a-z][a-z0-9-]{0,6}$/);
 const vip = fc.oneof(
@@ -77,63 +76,24 @@ test("no member: no owner", () => {
   assert.equal(vipOwners([], ["203.0.113.1"]).size, 0);
 });
 
-const heard = (entries: [string, PeerHeard][]) => new Map(entries);
-
-test("a peer is live until deadAfterMs without a heartbeat, or at once after a goodbye", () => {
-  const base = { self: "a", hosts: ["a", "b", "c"], deadAfterMs: 1000, linkUp: true };
-  const h = heard([
-    ["b", { at: 1000, bye: false }],
-    ["c", { at: 1500, bye: false }],
-  ]);
-  assert.deepEqual(peerLiveness({ ...base, heard: h, now: 1999 }).live, ["a", "b", "c"]);
-  assert.deepEqual(peerLiveness({ ...base, heard: h, now: 2000 }).live, ["a", "c"]);
-  const bye = heard([
-    ["b", { at: 1990, bye: true }],
-    ["c", { at: 1500, bye: false }],
-  ]);
-  assert.deepEqual(peerLiveness({ ...base, heard: bye, now: 2000 }).live, ["a", "c"]);
-});
-
-test("a host in a minority, with its link down, or leaving may hold nothing", () => {
-  const base = { self: "a", hosts: ["a", "b", "c"], deadAfterMs: 1000, now: 5000 };
-  const none = heard([]);
-  const minority = peerLiveness({ ...base, heard: none, linkUp: true });
-  assert.equal(minority.mayHold, false);
-  assert.equal(minority.reason, "no_quorum");
-  assert.deepEqual(minority.live, []);
-  const withB = heard([["b", { at: 4900, bye: false }]]);
-  assert.equal(peerLiveness({ ...base, heard: withB, linkUp: true }).mayHold, true);
-  const down = peerLiveness({ ...base, heard: withB, linkUp: false });
-  assert.deepEqual([down.mayHold, down.reason, down.live], [false, "link_down", ["b"]]);
-  const leaving = peerLiveness({ ...base, heard: withB, linkUp: true, leaving: true });
-  assert.deepEqual([leaving.mayHold, leaving.reason, leaving.live], [false, "leaving", ["b"]]);
-});
-
-test("quorum: a strict majority from three hosts up, one for one or two", () => {
-  assert.deepEqual([1, 2, 3, 4, 5, 6].map(defaultQuorum), [1, 1, 2, 3, 3, 4]);
-  // two hosts: the survivor of a failure keeps serving
-  const alone = peerLiveness({
-    self: "a",
-    hosts: ["a", "b"],
-    heard: heard([]),
-    now: 10_000,
-    deadAfterMs: 1000,
-    linkUp: true,
-  });
-  assert.deepEqual([alone.mayHold, alone.live], [true, ["a"]]);
-});
-
-test("every host that sees the same live set agrees on the owners (no VIP held twice)", () => {
+test("the ranking starts with the owner and drops a leaving host without reordering the rest", () => {
   fc.assert(
-    fc.property(hosts, vips, (hs, vs) => {
-      const views = hs.map((self) => {
-        const h = new Map(hs.filter((x) => x !== self).map((x) => [x, { at: 0, bye: false }] as const));
-        const l = peerLiveness({ self, hosts: hs, heard: h, now: 10, deadAfterMs: 1000, linkUp: true });
-        return vipOwners(l.live, vs);
-      });
-      const held = hs.flatMap((self, i) => vipsOf(views[i]!, self));
-      assert.equal(held.length, vs.length);
-      assert.equal(new Set(held).size, vs.length);
-    }),
+    fc.property(
+      hosts.filter((h) => h.length >= 2),
+      vip,
+      fc.nat(),
+      (hs, v, pick) => {
+        const ranking = vipRanking(hs, v);
+        assert.equal(ranking[0], vipOwners(hs, [v]).get(v));
+        const gone = hs[pick % hs.length]!;
+        assert.deepEqual(
+          vipRanking(
+            hs.filter((h) => h !== gone),
+            v,
+          ),
+          ranking.filter((h) => h !== gone),
+        );
+      },
+    ),
   );
 });

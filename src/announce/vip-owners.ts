@@ -36,6 +36,18 @@ export function vipOwners(members: Iterable<string>, vips: Iterable<string>): Vi
   return owners;
 }
 
+/**
+ * Every member in the order it is preferred for `vip`: the owner first (the same host
+ * `vipOwners` names), then the host that takes over when the owner leaves, and so on. The
+ * keepalived engine turns this order into VRRP priorities (keepalived-config.ts).
+ */
+export function vipRanking(members: Iterable<string>, vip: string): string[] {
+  const hosts = [...new Set(members)].sort();
+  const scores = new Map(hosts.map((h) => [h, score(h, vip)]));
+  // stable sort of the sorted names: equal scores keep the smaller name first, as vipOwners
+  return hosts.sort((a, b) => scores.get(b)! - scores.get(a)!);
+}
+
 /** The VIPs one host must hold. */
 export function vipsOf(owners: VipOwners, host: string): string[] {
   return [...owners].filter(([, h]) => h === host).map(([v]) => v);

@@ -1,23 +1,20 @@
 /**
  * `passlb lb --announce bgp …` (issue #19, docs/vip-announce.md "BGP"): the flags of the
- * routed LB tier, their validation (each message names the flag), and the wiring of the
- * BGP announcer (src/announce/bgp/*) to the nftables data plane. The data plane reports
- * each pass (`passDone`) and each read of the plan (`setPlanned`); this module turns them
- * into per-VIP servability, hands it to the announcer, and feeds logs and metrics.
+ * routed LB tier, their validation (each message names the flag), and the BGP engine built
+ * from them (src/announce/bgp/bgp-engine.ts, an `Announcer` like keepalived's: lb-nftables.ts
+ * drives both the same way, readiness, logs, metrics and the dashboard included).
  *
- * Wiring only; every decision lives in src/announce/bgp.
+ * Wiring only; every decision lives in src/announce.
  */
 import { isIP, isIPv4 } from "node:net";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { BgpAnnouncer, type BgpEvent } from "../announce/bgp/bgp-announcer.ts";
-import { type PlannedVips, vipServability } from "../announce/bgp/bgp-servable.ts";
-import type { BgpPeer, BgpSettings, SpeakerState, VipAnnouncement } from "../announce/bgp/bgp-types.ts";
+import type { Announcer, AnnouncerEvent } from "../announce/announcer.ts";
+import { BgpEngine } from "../announce/bgp/bgp-engine.ts";
+import type { BgpPeer, BgpSettings } from "../announce/bgp/bgp-types.ts";
 import { renderBirdConfig } from "../announce/bgp/bird-config.ts";
 import { birdSpeaker } from "../announce/bgp/bird-speaker.ts";
 import { DEFAULT_KERNEL_TABLE, kernelVipRoutes } from "../announce/bgp/kernel-vip-routes.ts";
-import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
-import type { Observability } from "./observability.ts";
 
 export interface BgpFlags {
   announce: string;
@@ -64,11 +61,8 @@ export function addBgpOptions(command: Command): void {
       "bgp: on a graceful stop, how long to wait after the withdrawal before stopping",
       "2000",
     )
-    .option("--bgp-poll-ms <ms>", "bgp: how often to read the speaker's state back", "1000")
-    .option(
-      "--state-dir <dir>",
-      `bgp: where BIRD's config, socket, pid and log live (default ${DEFAULT_BGP_STATE_DIR})`,
-    );
+    .option("--bgp-poll-ms <ms>", "bgp: how often to read the speaker's state back", "1000");
+  // --state-dir is lb-announce.ts's (one flag for both engines)
 }
 
 /** `ADDR:ASN` or `[IPv6]:ASN` → a peer, or the error message. */
@@ -159,104 +153,23 @@ export function bgpAnnounceConfig(given: BgpFlags): BgpConfig | string | undefin
   };
 }
 
-/** What lb-nftables.ts calls; the lead can put the shared announcement interface here. */
-export interface BgpAnnounce {
-  /** the VIPs of the plan just read */
-  setPlanned(planned: readonly PlannedVips[]): void;
-  /** after each data-plane pass: what is programmed, whether the pass succeeded, Services kept */
-  passDone(programmed: readonly ServiceForwarding[], ok: boolean, kept: ReadonlySet<string>): void;
-  readonly announcements: readonly VipAnnouncement[];
-  readonly speaker: SpeakerState;
-  stop(): Promise<void>;
-}
-
-function describe(e: BgpEvent): string {
-  switch (e.kind) {
-    case "announced":
-      return `bgp: announces ${e.vip} (${e.reason})`;
-    case "withdrawn":
-      return `bgp: withdrew ${e.vip} (${e.reason})`;
-    case "speaker":
-      return `bgp: speaker ${e.health}${e.findings.length ? `: ${e.findings.join("; ")}` : ""}`;
-    case "failed":
-      return `bgp: ${(e.error as Error).message ?? String(e.error)}`;
-  }
-}
-
-/** Starts (or adopts) BIRD and the announcer; a start that fails is the returned message. */
-export async function startBgpAnnounce(
+/** The BGP engine for these flags (not started): the same `Announcer` as keepalived's. */
+export function bgpAnnouncer(
   config: BgpConfig,
-  log: (line: string) => void,
-  obs: Observability | undefined,
-  /** the data plane as of now (started after its first pass, so nothing is withdrawn at start) */
-  initial: { planned: readonly PlannedVips[]; programmed: readonly ServiceForwarding[]; ok: boolean },
-): Promise<BgpAnnounce | string> {
-  let planned = initial.planned;
-  let programmed = initial.programmed;
-  let lastOk = initial.ok;
-  let kept: ReadonlySet<string> = new Set();
-  let announcer: BgpAnnouncer;
-  const publish = () => {
-    if (!obs) return;
-    const announced = { IPv4: 0, IPv6: 0 };
-    for (const a of announcer.announcements) if (a.state === "announced") announced[a.family]++;
-    obs.metrics.bgpSpeaker({ ...announcer.speaker, announced });
-  };
-  announcer = new BgpAnnouncer({
+  host: string,
+  onEvent: (e: AnnouncerEvent) => void,
+): Announcer {
+  return new BgpEngine({
+    host,
     speaker: birdSpeaker({ stateDir: config.stateDir, bfd: config.settings.bfd !== undefined }),
     routes: kernelVipRoutes({ table: config.settings.kernelTable }),
     config: renderBirdConfig(config.settings),
     pollMs: config.pollMs,
     convergeMs: config.convergeMs,
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-    onEvent: (e) => {
-      log(describe(e));
-      if (e.kind === "speaker" && e.health !== "healthy")
-        obs?.observer.note({ event: "bgp_speaker", severity: "warning", message: describe(e) });
-      publish();
-    },
+    onEvent,
   });
-  const update = () =>
-    announcer.setServability(vipServability({ planned, programmed, lastPassOk: lastOk, kept }));
-  update();
-  obs?.observer.announcement(() => ({
-    mode: "bgp",
-    speaker: {
-      health: announcer.speaker.health,
-      findings: announcer.speaker.findings,
-      sessions: announcer.speaker.sessions.map((s) => {
-        const bfd = announcer.speaker.bfd.find((b) => b.peer === s.peer)?.state;
-        return { peer: s.peer, state: s.state, ...(bfd && { bfd }) };
-      }),
-    },
-    vips: announcer.announcements.map((a) => ({ vip: a.vip, state: a.state, reason: a.reason })),
-  }));
-  try {
-    await announcer.start();
-  } catch (e) {
-    return `${(e as Error).message} (state in ${join(config.stateDir, "bird.log")})`;
-  }
-  const poll = setInterval(publish, config.pollMs);
-  poll.unref();
-  return {
-    setPlanned(next) {
-      planned = next;
-    },
-    passDone(next, ok, keptNow) {
-      programmed = next;
-      lastOk = ok;
-      kept = keptNow;
-      update();
-    },
-    get announcements() {
-      return announcer.announcements;
-    },
-    get speaker() {
-      return announcer.speaker;
-    },
-    async stop() {
-      clearInterval(poll);
-      await announcer.stop();
-    },
-  };
 }
+
+/** Where to look when BIRD would not start. */
+export const birdLog = (config: BgpConfig) => join(config.stateDir, "bird.log");

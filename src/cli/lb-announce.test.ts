@@ -9,26 +9,24 @@ const flags = (over: Partial<AnnounceFlags>): AnnounceFlags => ({
   interface: "eth0",
   hostName: "lb-1",
   peers: ["lb-1=192.0.2.2,lb-2=192.0.2.3"],
-  heartbeatPort: "7480",
-  heartbeatMs: "200",
-  deadAfterMs: "1000",
-  handoverMs: "300",
+  advertMs: "100",
+  handoverMs: "1000",
   ...over,
 });
 
-test("--peers: name=address pairs, comma-separated or repeated", () => {
-  const p = parsePeers(["lb-1=192.0.2.2", "lb-2=fd00:192:0:1::3,lb-3=192.0.2.4"]);
+test("--peers: name=address pairs, comma-separated or repeated, a name once per family", () => {
+  const p = parsePeers(["lb-1=192.0.2.2,lb-1=fd00:192:0:1::2", "lb-2=fd00:192:0:1::3,lb-3=192.0.2.4"]);
   assert.deepEqual(
-    [...(p as Map<string, string>)],
+    [...(p as Map<string, unknown>)],
     [
-      ["lb-1", "192.0.2.2"],
-      ["lb-2", "fd00:192:0:1::3"],
-      ["lb-3", "192.0.2.4"],
+      ["lb-1", { IPv4: "192.0.2.2", IPv6: "fd00:192:0:1::2" }],
+      ["lb-2", { IPv6: "fd00:192:0:1::3" }],
+      ["lb-3", { IPv4: "192.0.2.4" }],
     ],
   );
   assert.match(parsePeers(["lb-1"]) as string, /not name=address/);
   assert.match(parsePeers(["lb-1=not-an-ip"]) as string, /not name=address/);
-  assert.match(parsePeers(["a=192.0.2.2,a=192.0.2.3"]) as string, /twice/);
+  assert.match(parsePeers(["a=192.0.2.2,a=192.0.2.3"]) as string, /twice for IPv4/);
 });
 
 test("announce flags are validated before anything starts", () => {
@@ -36,11 +34,23 @@ test("announce flags are validated before anything starts", () => {
   const ok = announceConfig(flags({}));
   assert.ok(ok && typeof ok === "object");
   assert.equal(ok.self, "lb-1");
-  assert.equal(ok.deadAfterMs, 1000);
-  assert.match(announceConfig(flags({ announce: "bgp" })) as string, /none or l2/);
+  assert.equal(ok.advertMs, 100);
+  assert.equal(ok.stateDir, "/run/passlb/l2");
+  assert.equal(announceConfig(flags({ announce: "bgp" })), undefined, "lb-announce-bgp.ts validates bgp");
+  assert.match(announceConfig(flags({ announce: "vrrp" })) as string, /none, l2 or bgp/);
+  assert.match(
+    announceConfig(flags({ announce: "bgp", heartbeatMs: "100" })) as string,
+    /--heartbeat-ms is gone/,
+    "refused in every mode",
+  );
   assert.match(announceConfig(flags({ hostName: "lb-9" })) as string, /must list this host/);
-  assert.match(announceConfig(flags({ deadAfterMs: "300" })) as string, /2 × --heartbeat-ms/);
-  assert.match(announceConfig(flags({ quorum: "3" })) as string, /--quorum must be 1\.\.2/);
+  assert.match(announceConfig(flags({ advertMs: "5" })) as string, /10\.\.40950/);
+  assert.match(announceConfig(flags({ advertMs: "105" })) as string, /steps of 10/);
+  // the heartbeat protocol's flags are refused with what replaced them, even with --announce none
+  assert.match(announceConfig(flags({ heartbeatMs: "200" })) as string, /use --advert-ms/);
+  assert.match(announceConfig(flags({ deadAfterMs: "1000" })) as string, /3 × --advert-ms/);
+  assert.match(announceConfig(flags({ heartbeatPort: "7480" })) as string, /IP protocol 112/);
+  assert.match(announceConfig(flags({ announce: "none", quorum: "2" })) as string, /no quorum/);
   const { interface: _, ...noIf } = flags({});
   assert.match(announceConfig(noIf) as string, /needs --interface/);
 });

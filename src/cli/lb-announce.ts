@@ -1,87 +1,114 @@
 /**
  * `passlb lb --announce l2 …`: the flags of VIP announcement on a shared segment and the
- * wiring of the announcer (src/announce/*, docs/vip-announce.md); `--claim-nat` installs
- * the NAT claim for LB hosts that also run kube-proxy (docs/dataplane-nftables.md). Parses
- * and validates flags, builds the real adapters; the decisions live in src/announce.
+ * wiring of the keepalived engine (src/announce/keepalived-*.ts, docs/vip-announce.md);
+ * `--claim-nat` installs the NAT claim for LB hosts that also run kube-proxy
+ * (docs/dataplane-nftables.md). Parses and validates flags, refuses the flags of the
+ * heartbeat protocol keepalived replaced (saying what replaced each), builds the real
+ * adapters; the decisions live in src/announce.
  */
 
 import { isIP } from "node:net";
 import { hostname } from "node:os";
 import type { Command } from "commander";
-import { udpHeartbeat } from "../announce/heartbeat.ts";
+import type { Announcer, AnnouncerEvent, PeerAddresses } from "../announce/announcer.ts";
+import { KeepalivedDriver } from "../announce/keepalived-driver.ts";
 import { parsePeerLabel } from "../announce/lb-peers.ts";
 import { kernelVipAddresses } from "../announce/vip-addresses.ts";
-import { type AnnounceEvent, VipAnnouncer } from "../announce/vip-announcer.ts";
-import { realClock } from "../health/clock.ts";
 
 export interface AnnounceFlags {
   announce: string;
   interface?: string;
   hostName?: string;
   peers: string[];
-  heartbeatPort: string;
-  heartbeatMs: string;
-  deadAfterMs: string;
-  handoverMs: string;
-  quorum?: string;
   peerLabel?: string;
+  stateDir?: string;
+  advertMs?: string;
+  handoverMs?: string;
+  keepalived?: string;
   claimNat?: boolean;
+  // the heartbeat protocol's flags: refused with what replaced them
+  heartbeatPort?: string;
+  heartbeatMs?: string;
+  deadAfterMs?: string;
+  quorum?: string;
 }
+
+/** flag → why it is gone and what does its job now (docs/vip-announce.md "Flags") */
+export const REPLACED_FLAGS = {
+  heartbeatPort:
+    "--heartbeat-port is gone: the LB hosts speak VRRP (IP protocol 112, unicast to --peers), which has no port",
+  heartbeatMs: "--heartbeat-ms is gone: use --advert-ms (the VRRP advertisement interval, default 100)",
+  deadAfterMs:
+    "--dead-after-ms is gone: keepalived takes a master for dead after 3 × --advert-ms plus the skew time (RFC 5798)",
+  quorum:
+    '--quorum is gone: VRRP has no quorum; in a partition each side answers for its VIPs (docs/vip-announce.md "Partition")',
+} as const;
 
 export function addAnnounceOptions(command: Command): void {
   command
     .option(
       "--announce <mode>",
-      "nftables: none, l2 (hold elected VIPs on --interface) or bgp (announce to --bgp-peer routers), docs/vip-announce.md",
+      "nftables: none, l2 (VRRP through keepalived on --interface) or bgp (BIRD, to --bgp-peer routers), docs/vip-announce.md",
       "none",
     )
     .option("--interface <name>", "l2: the segment interface the VIPs are held on and announced from")
     .option("--host-name <name>", "l2: this host's name in --peers (default: the hostname)")
     .option(
       "--peers <list>",
-      "l2: every LB host of the segment as name=address,… (this one included); repeatable",
+      "l2: every LB host of the segment as name=address,… (this one included; a name twice for IPv4 and IPv6); repeatable",
       (v: string, p: string[]) => [...p, v],
       [],
     )
     .option(
       "--peer-label <key[=value]>",
-      "l2: instead of --peers, every Node with this label is an LB host (at its InternalIP)",
+      "l2: instead of --peers, every Node with this label is an LB host (at its InternalIPs)",
     )
-    .option("--heartbeat-port <port>", "l2: UDP port of the peer heartbeats", "7480")
-    .option("--heartbeat-ms <ms>", "l2: heartbeat interval", "200")
-    .option("--dead-after-ms <ms>", "l2: a peer silent this long is dead", "1000")
+    .option(
+      "--state-dir <dir>",
+      "l2: keepalived's configuration, pid files, track files and FIFO (default /run/passlb/l2); bgp: BIRD's config, socket, pid and log (default /run/passlb/bgp)",
+    )
+    .option(
+      "--advert-ms <ms>",
+      "l2: VRRP advertisement interval (a dead master is seen after ~3 of them)",
+      "100",
+    )
     .option(
       "--handover-ms <ms>",
-      "l2: on a graceful stop, how long to keep the VIPs after the goodbye",
-      "300",
+      "l2: on a graceful stop, the longest wait for the peers to take the VIPs before keepalived stops",
+      "1000",
     )
-    .option("--quorum <n>", "l2: live hosts needed to hold VIPs (default: majority from 3 hosts, else 1)")
+    .option("--keepalived <path>", "l2: the keepalived binary", "keepalived")
+    .option("--heartbeat-port <port>", "gone (VRRP has no port)")
+    .option("--heartbeat-ms <ms>", "gone: use --advert-ms")
+    .option("--dead-after-ms <ms>", "gone: 3 × --advert-ms")
+    .option("--quorum <n>", "gone: VRRP has no quorum")
     .option("--claim-nat", "nftables: claim the NAT of forwarded VIP traffic before kube-proxy's DNAT");
 }
 
-export function parsePeers(values: readonly string[]): Map<string, string> | string {
-  const peers = new Map<string, string>();
+/** `name=address` items; a name may appear twice, once per address family. */
+export function parsePeers(
+  values: readonly string[],
+): Map<string, { IPv4?: string; IPv6?: string }> | string {
+  const peers = new Map<string, { IPv4?: string; IPv6?: string }>();
   for (const item of values.flatMap((v) => v.split(",")).filter((s) => s.trim() !== "")) {
     const [name, address, ...rest] = item.trim().split("=");
     if (!name || !address || rest.length > 0 || isIP(address) === 0)
       return `--peers: "${item}" is not name=address`;
-    if (peers.has(name)) return `--peers: ${name} is listed twice`;
-    peers.set(name, address);
+    const family = isIP(address) === 6 ? "IPv6" : "IPv4";
+    const entry = peers.get(name) ?? {};
+    if (entry[family] !== undefined) return `--peers: ${name} is listed twice for ${family}`;
+    peers.set(name, { ...entry, [family]: address });
   }
   return peers;
 }
 
-export interface Announce {
-  setVips(vips: readonly string[]): void;
-  /** with --peer-label: the labelled Nodes as read now */
-  setPeers(peers: ReadonlyMap<string, string>): void;
-  stop(): Promise<void>;
-}
-
-/** Validates the flags; returns undefined for `--announce none`, or an error message. */
+/** Validates the flags; returns undefined for `--announce none` and `bgp` (lb-announce-bgp.ts
+ * validates those), or an error message. The heartbeat flags are refused in every mode. */
 export function announceConfig(flags: AnnounceFlags) {
-  if (flags.announce === "none") return undefined;
-  if (flags.announce !== "l2") return "--announce must be none or l2";
+  for (const [flag, message] of Object.entries(REPLACED_FLAGS))
+    if (flags[flag as keyof typeof REPLACED_FLAGS] !== undefined) return message;
+  if (flags.announce === "none" || flags.announce === "bgp") return undefined;
+  if (flags.announce !== "l2") return "--announce must be none, l2 or bgp";
   if (!flags.interface) return "--announce l2 needs --interface";
   const peers = parsePeers(flags.peers);
   if (typeof peers === "string") return peers;
@@ -90,97 +117,59 @@ export function announceConfig(flags: AnnounceFlags) {
   if (flags.peerLabel !== undefined && !peerLabel) return "--peer-label must be key or key=value";
   if (peerLabel && peers.size > 0) return "give --peers or --peer-label, not both";
   if (!peerLabel && !peers.has(self)) return `--peers must list this host (${self}; --host-name to choose)`;
-  const nums = {
-    port: Number(flags.heartbeatPort),
-    intervalMs: Number(flags.heartbeatMs),
-    deadAfterMs: Number(flags.deadAfterMs),
-    handoverMs: Number(flags.handoverMs),
+  const advertMs = Number(flags.advertMs ?? "100");
+  const handoverMs = Number(flags.handoverMs ?? "1000");
+  // VRRPv3 carries the interval in centiseconds, 12 bits (RFC 5798 §5.2.7)
+  if (!(Number.isInteger(advertMs) && advertMs >= 10 && advertMs <= 40_950 && advertMs % 10 === 0))
+    return "--advert-ms must be 10..40950 in steps of 10 (VRRPv3 counts centiseconds)";
+  if (!(handoverMs >= 0 && handoverMs <= 60_000)) return "--handover-ms must be 0..60000";
+  return {
+    self,
+    peers,
+    peerLabel,
+    interface: flags.interface,
+    stateDir: flags.stateDir ?? "/run/passlb/l2",
+    keepalived: flags.keepalived ?? "keepalived",
+    advertMs,
+    handoverMs,
   };
-  if (!Number.isInteger(nums.port) || nums.port < 1 || nums.port > 65535) return "--heartbeat-port: 1..65535";
-  if (!(nums.intervalMs >= 20)) return "--heartbeat-ms must be ≥ 20";
-  if (!(nums.deadAfterMs >= 2 * nums.intervalMs)) return "--dead-after-ms must be ≥ 2 × --heartbeat-ms";
-  if (!(nums.handoverMs >= 0)) return "--handover-ms must be ≥ 0";
-  const quorum = flags.quorum === undefined ? undefined : Number(flags.quorum);
-  if (
-    quorum !== undefined &&
-    !peerLabel &&
-    !(Number.isInteger(quorum) && quorum >= 1 && quorum <= peers.size)
-  )
-    return `--quorum must be 1..${peers.size}`;
-  if (quorum !== undefined && peerLabel) return "--quorum needs a fixed --peers list";
-  return { self, peers, peerLabel, interface: flags.interface, quorum, ...nums };
 }
 
 export type AnnounceConfig = Exclude<ReturnType<typeof announceConfig>, string | undefined>;
 
-/**
- * Starts announcing `vips`; `peers` replaces the configured list (from --peer-label) and
- * must include this host. A start that fails (the interface, the heartbeat port) is the
- * returned message.
- */
-export async function startAnnounce(
+/** One log line for an engine's event (`engine`: keepalived or bird). */
+export function describeAnnounceEvent(e: AnnouncerEvent, engine: string): string {
+  switch (e.kind) {
+    case "state":
+      return `${e.group} ${e.state} (${e.vips.join(", ")})${e.reason ? `: ${e.reason}` : ""}`;
+    case "engine":
+      return `${engine} ${e.state}${e.pid === undefined ? "" : ` (pid ${e.pid})`}${e.detail ? `: ${e.detail}` : ""}`;
+    case "reloaded":
+      return `${engine} reloaded: ${e.added} instances added, ${e.removed} removed, ${e.changed} changed`;
+    case "cleaned":
+      return `removed VIP addresses ${engine} left behind (${e.why}): ${e.vips.join(", ")}`;
+    case "failed":
+      return `announce: ${(e.error as Error).message ?? String(e.error)}`;
+  }
+}
+
+/** The keepalived engine for these flags (not started). */
+export function keepalivedAnnouncer(
   config: AnnounceConfig,
-  log: (line: string) => void,
-  peers: ReadonlyMap<string, string>,
-  vips: readonly string[],
-): Promise<Announce | string> {
+  peers: PeerAddresses,
+  onEvent: (e: AnnouncerEvent) => void,
+): Announcer | string {
   if (!peers.has(config.self))
     return `this host (${config.self}) is not among the LB hosts (${[...peers.keys()].join(", ") || "none"})`;
-  const describe = (e: AnnounceEvent): string => {
-    switch (e.kind) {
-      case "took":
-        return `holds ${e.vip} (live: ${e.live.join(", ")})`;
-      case "released":
-        return `released ${e.vip} (${e.reason})`;
-      case "peer":
-        return `peer ${e.host} ${e.state}`;
-      case "cannot_hold":
-        return `holds no VIP: ${e.reason}`;
-      case "failed":
-        return `announce failed: ${(e.error as Error).message ?? String(e.error)}`;
-    }
-  };
-  const heartbeat = udpHeartbeat({
+  return new KeepalivedDriver({
     self: config.self,
+    interface: config.interface,
     peers,
-    port: config.port,
-    onError: (e) => log(`heartbeat: ${e.message}`),
-  });
-  const announcer = new VipAnnouncer({
-    self: config.self,
-    hosts: [...peers.keys()],
-    heartbeat,
-    // held addresses expire 3 s after the last renewal (every second): a killed process's
-    // VIPs leave its interface by themselves (docs/vip-announce.md "What counts as a dead host")
-    addresses: kernelVipAddresses({ interface: config.interface, leaseSeconds: 3 }),
-    renewMs: 1000,
-    clock: realClock(),
-    intervalMs: config.intervalMs,
-    deadAfterMs: config.deadAfterMs,
+    stateDir: config.stateDir,
+    advertMs: config.advertMs,
     handoverMs: config.handoverMs,
-    ...(config.quorum === undefined ? {} : { quorum: config.quorum }),
-    onEvent: (e) => log(describe(e)),
+    command: [config.keepalived],
+    addresses: kernelVipAddresses({ interface: config.interface }),
+    onEvent,
   });
-  announcer.setVips(vips);
-  try {
-    await announcer.start();
-  } catch (e) {
-    await heartbeat.close();
-    return (e as Error).message;
-  }
-  return {
-    setVips(next) {
-      announcer.setVips(next);
-    },
-    setPeers(next) {
-      // this host's own address stays what the socket is bound to
-      if (!next.has(config.self))
-        return log(`this host is no longer labelled as an LB host; keeping the last peer list`);
-      heartbeat.setPeers?.(next);
-      announcer.setHosts([...next.keys()]);
-    },
-    stop() {
-      return announcer.stop();
-    },
-  };
 }

@@ -14,7 +14,16 @@
  * nft is unusable, 2 bad flags or unreadable input at start.
  */
 
-import { lbPeersFromNodes } from "../announce/lb-peers.ts";
+import { hostname } from "node:os";
+import {
+  type AnnounceInput,
+  type Announcer,
+  type AnnouncerEvent,
+  type PeerAddresses,
+  type PlannedVips,
+  vipReadiness,
+} from "../announce/announcer.ts";
+import { lbPeersFromNodes, type PeerLabel } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
@@ -34,19 +43,13 @@ import { planSnapshot } from "../plan/planner.ts";
 import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
 import {
-  type Announce,
   type AnnounceFlags,
   addAnnounceOptions,
   announceConfig,
-  startAnnounce,
+  describeAnnounceEvent,
+  keepalivedAnnouncer,
 } from "./lb-announce.ts";
-import {
-  addBgpOptions,
-  type BgpAnnounce,
-  type BgpFlags,
-  bgpAnnounceConfig,
-  startBgpAnnounce,
-} from "./lb-announce-bgp.ts";
+import { addBgpOptions, type BgpFlags, bgpAnnounceConfig, bgpAnnouncer, birdLog } from "./lb-announce-bgp.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
@@ -125,8 +128,11 @@ export async function runNftablesLb(
   shutdownSignal: () => AbortSignal,
   obs?: Observability,
   kube?: KubeLbRun,
-  /** tests: a fake applier instead of the `nft` command */
-  adapters: { readonly nft?: NftApplier } = {},
+  /** tests: a fake applier instead of the `nft` command, a fake announcement engine */
+  adapters: {
+    readonly nft?: NftApplier;
+    readonly announcer?: (peers: PeerAddresses, onEvent: (e: AnnouncerEvent) => void) => Announcer;
+  } = {},
 ): Promise<number> {
   const paths = [...flags.filename, ...flags.manifests];
   const seed = Number(flags.seed);
@@ -151,14 +157,15 @@ export async function runNftablesLb(
   const forward = forwardFromFlags(flags);
   if (typeof forward === "string") return usage(io, forward);
   // --announce bgp (lb-announce-bgp.ts): the routed LB tier; l2 otherwise
+  const announceWith = announceConfig(flags);
+  if (typeof announceWith === "string") return usage(io, announceWith);
   const bgpWith = bgpAnnounceConfig(flags);
   if (typeof bgpWith === "string") return usage(io, bgpWith);
-  const announceWith = bgpWith ? undefined : announceConfig(flags);
-  if (typeof announceWith === "string") return usage(io, announceWith);
-  let bgp: BgpAnnounce | undefined;
-  let bgpKept = new Set<string>();
-  let bgpPassOk = false;
-  let lastPlanned: { service: string; vips: { address: string; family: "IPv4" | "IPv6" }[] }[] = [];
+  /** the Services the pass under way kept at their last good state; the last pass's; its outcome */
+  let passKept = new Set<string>();
+  let lastKept: ReadonlySet<string> = new Set();
+  let lastPassOk = false;
+  let lastPlanned: PlannedVips[] = [];
 
   const nft = adapters.nft ?? createNftApplier();
   try {
@@ -170,6 +177,10 @@ export async function runNftablesLb(
     );
     return 1;
   }
+  let announce: Announcer | undefined;
+  let lastNodes: Snapshot["nodes"] = [];
+  let syncs = 0;
+  let pushAnnounce: () => void = () => {};
   /** first change (input read, health) not yet in the kernel: the programming latency starts there */
   let pendingSince: number | undefined;
   const changed = () => {
@@ -182,11 +193,13 @@ export async function runNftablesLb(
   });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
-    if (e.kind === "kept_last_good") bgpKept.add(e.service);
+    if (e.kind === "kept_last_good") passKept.add(e.service);
     if (e.kind === "synced" || e.kind === "sync_failed") {
-      bgpPassOk = e.kind === "synced";
-      bgp?.passDone(controller.forwarding, bgpPassOk, bgpKept);
-      bgpKept = new Set();
+      lastPassOk = e.kind === "synced";
+      lastKept = passKept;
+      passKept = new Set();
+      if (lastPassOk) syncs++;
+      pushAnnounce();
     }
     if (e.kind === "synced") synced();
     if (!obs) return;
@@ -260,6 +273,9 @@ export async function runNftablesLb(
     onEvent: log,
     conntrack: conntrackTool(),
   });
+  pushAnnounce = () => {
+    if (announce) void announce.update(announceInput());
+  };
   if (flags.claimNat) {
     try {
       await nft.apply(natClaimRuleset(flags.table));
@@ -268,49 +284,75 @@ export async function runNftablesLb(
       return 1;
     }
   }
-  // L2 announcement (--announce l2): started after the first sync, so a VIP is taken only
-  // once this host can forward it; VIPs and (with --peer-label) peers follow each read
-  let announce: Announce | undefined;
-  let lastVips: string[] = [];
-  let lastNodes: Snapshot["nodes"] = [];
+  // VIP announcement (--announce l2: keepalived; --announce bgp: BIRD), one `Announcer`
+  // either way: started after the first sync, so a VIP is announced only once this host
+  // can forward it; every pass and every read tells the engine which VIPs this host can
+  // serve now (announcer.ts vipReadiness), and (l2 with --peer-label) the peers
+  const announceInput = (): AnnounceInput => ({
+    vips: vipReadiness({
+      planned: lastPlanned,
+      programmed: controller.forwarding,
+      lastPassOk,
+      kept: lastKept,
+      stopping: false,
+    }),
+    generation: syncs,
+    ...(announceWith?.peerLabel ? { peers: labelledPeers(lastNodes, announceWith.peerLabel) } : {}),
+  });
   const announceRead = (snapshot: Snapshot, plans: ReturnType<typeof planSnapshot>["plans"]) => {
-    lastVips = plans.flatMap((p) => p.vips.map((v) => v.address));
     lastPlanned = plans.map((p) => ({ service: p.service, vips: p.vips.map((v) => ({ ...v })) }));
-    bgp?.setPlanned(lastPlanned);
     lastNodes = snapshot.nodes;
-    announce?.setVips(lastVips);
-    if (announceWith?.peerLabel) announce?.setPeers(lbPeersFromNodes(snapshot.nodes, announceWith.peerLabel));
+    pushAnnounce();
   };
+  const mode = bgpWith ? "bgp" : "l2";
+  const engineName = bgpWith ? "bird" : "keepalived";
+  let announceMetrics: ReturnType<typeof setInterval> | undefined;
   const beginAnnounce = async (): Promise<boolean> => {
     if (!announceWith && !bgpWith) return true;
     let waited: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([firstSync, new Promise((r) => (waited = setTimeout(r, 10_000)))]);
     clearTimeout(waited);
-    if (bgpWith) {
-      const started = await startBgpAnnounce(bgpWith, (line) => io.stderr(`passlb lb: ${line}\n`), obs, {
-        planned: lastPlanned,
-        programmed: controller.forwarding,
-        ok: bgpPassOk,
-      });
-      if (typeof started === "string") io.stderr(`error: --announce bgp: ${started}\n`);
-      else bgp = started;
-      return typeof started !== "string";
-    }
-    if (!announceWith) return true;
-    const started = await startAnnounce(
-      announceWith,
-      (line) => io.stderr(`passlb lb: ${line}\n`),
-      announceWith.peerLabel ? lbPeersFromNodes(lastNodes, announceWith.peerLabel) : announceWith.peers,
-      lastVips,
-    );
-    if (typeof started === "string") {
-      io.stderr(`error: --announce l2: ${started}\n`);
+    const peers: PeerAddresses = !announceWith
+      ? new Map()
+      : announceWith.peerLabel
+        ? labelledPeers(lastNodes, announceWith.peerLabel)
+        : announceWith.peers;
+    const onEvent = (e: AnnouncerEvent) => {
+      const line = describeAnnounceEvent(e, engineName);
+      io.stderr(`passlb lb: ${line}\n`);
+      if (e.kind === "state") obs?.metrics.announceTransition(engineName, e.state);
+      if (announce && obs) obs.metrics.announce(announce.status());
+      if (
+        e.kind === "failed" ||
+        (e.kind === "engine" && (e.state === "restarting" || e.state === "failed" || e.healthy === false))
+      )
+        obs?.observer.note({ event: `announce_${e.kind}`, severity: "warning", message: line });
+    };
+    const engine = adapters.announcer
+      ? adapters.announcer(peers, onEvent)
+      : bgpWith
+        ? bgpAnnouncer(bgpWith, flags.hostName ?? hostname(), onEvent)
+        : keepalivedAnnouncer(announceWith!, peers, onEvent);
+    if (typeof engine === "string") {
+      io.stderr(`error: --announce ${mode}: ${engine}\n`);
       return false;
     }
-    announce = started;
-    // reads that landed while it started
-    announce.setVips(lastVips);
-    if (announceWith.peerLabel) announce.setPeers(lbPeersFromNodes(lastNodes, announceWith.peerLabel));
+    try {
+      await engine.start(announceInput());
+    } catch (e) {
+      const where = bgpWith ? ` (state in ${birdLog(bgpWith)})` : "";
+      io.stderr(`error: --announce ${mode}: ${(e as Error).message}${where}\n`);
+      return false;
+    }
+    announce = engine;
+    obs?.observer.announcement(() => engine.status());
+    if (obs) {
+      // the engine's own state (sessions, BFD, VRRP) changes between events too
+      obs.metrics.announce(engine.status());
+      announceMetrics = setInterval(() => obs.metrics.announce(engine.status()), 1000);
+      announceMetrics.unref();
+    }
+    pushAnnounce(); // reads that landed while it started
     return true;
   };
   if (kube) {
@@ -350,8 +392,8 @@ export async function runNftablesLb(
       }
     } else if (await beginAnnounce()) await aborted;
     else code = 1;
-    await announce?.stop();
-    await bgp?.stop();
+    clearInterval(announceMetrics);
+    await announce?.stop({ graceful: true });
     await kube.source.close();
     await controller.stop();
     await prober?.close();
@@ -430,12 +472,25 @@ export async function runNftablesLb(
     else signal.addEventListener("abort", () => resolve(), { once: true });
   });
   if (counterTimer) clearInterval(counterTimer);
-  await announce?.stop();
-  await bgp?.stop();
+  clearInterval(announceMetrics);
+  await announce?.stop({ graceful: true });
   await controller.stop();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
   return 0;
+}
+
+/** --peer-label: the labelled Nodes with their InternalIPs of both families */
+function labelledPeers(nodes: Snapshot["nodes"], label: PeerLabel): PeerAddresses {
+  const v4 = lbPeersFromNodes(nodes, label, "IPv4");
+  const v6 = lbPeersFromNodes(nodes, label, "IPv6");
+  const out = new Map<string, { IPv4?: string; IPv6?: string }>();
+  for (const name of [...new Set([...v4.keys(), ...v6.keys()])].sort()) {
+    const a = v4.get(name);
+    const b = v6.get(name);
+    out.set(name, { ...(a === undefined ? {} : { IPv4: a }), ...(b === undefined ? {} : { IPv6: b }) });
+  }
+  return out;
 }
 
 function usage(io: CliIo, message: string): number {

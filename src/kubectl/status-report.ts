@@ -89,6 +89,35 @@ export const LbStateSchema = z.looseObject({
       }),
     )
     .default([]),
+  /** `--announce l2` or `bgp`: the engine's status (announcer.ts AnnouncerStatus, one shape); null without */
+  announce: z
+    .looseObject({
+      engine: z.string(),
+      host: z.string(),
+      state: z.string(),
+      detail: z.string().optional(),
+      vips: z
+        .array(
+          z.looseObject({
+            vip: z.string(),
+            state: z.string(),
+            reason: z.string(),
+            preferredHolder: z.string().optional(),
+          }),
+        )
+        .default([]),
+      groups: z
+        .array(z.looseObject({ name: z.string(), state: z.string(), priority: z.number(), vips: z.number() }))
+        .default([]),
+      /** BIRD: the speaker's health and its BGP sessions */
+      speaker: z
+        .looseObject({
+          health: z.string(),
+          sessions: z.array(z.looseObject({ peer: z.string(), established: z.boolean() })).default([]),
+        })
+        .optional(),
+    })
+    .nullish(),
 });
 export type LbState = z.infer<typeof LbStateSchema>;
 
@@ -107,6 +136,12 @@ export interface ServiceStatus {
   readonly loadBalancerClass: string | null;
   readonly vips: readonly { readonly address: string; readonly ipMode: string | null }[];
   readonly conditions: readonly { type: string; status: string; reason?: string; message?: string }[];
+  /** per VIP, per reachable LB host pod that announces: held, backup or withdrawn (and why) */
+  readonly announce: readonly {
+    readonly address: string;
+    readonly heldBy: readonly string[];
+    readonly hosts: Readonly<Record<string, { readonly state: string; readonly reason: string }>>;
+  }[];
   /** per node (sorted by zone, then name), per reachable LB host pod: its view, or null when that host does not plan the Service */
   readonly nodes: readonly {
     readonly node: string;
@@ -125,8 +160,20 @@ export type PodStatus =
       dataplane: string | null;
       uptimeSeconds: number | null;
       kubeApi: KubeApiView | null;
+      /** the announcement engine on that host (LB hosts only), with its groups' states */
+      announce: AnnounceView | null;
     }
   | { pod: string; node: string; reachable: false; error: string };
+
+export interface AnnounceView {
+  engine: string;
+  host: string;
+  state: string;
+  detail: string | null;
+  groups: readonly { name: string; state: string; priority: number; vips: number }[];
+  /** BIRD: the speaker's health, sessions established of all */
+  speaker: { health: string; established: number; sessions: number } | null;
+}
 
 export interface StatusReport {
   readonly lbHosts: readonly PodStatus[];
@@ -145,6 +192,22 @@ function podStatus(h: LbHostAnswer): PodStatus {
         dataplane: h.state.dataplane ?? null,
         uptimeSeconds: h.state.uptimeSeconds ?? null,
         kubeApi: h.state.kubeApi ?? null,
+        announce: h.state.announce
+          ? {
+              engine: h.state.announce.engine,
+              host: h.state.announce.host,
+              state: h.state.announce.state,
+              detail: h.state.announce.detail ?? null,
+              groups: h.state.announce.groups,
+              speaker: h.state.announce.speaker
+                ? {
+                    health: h.state.announce.speaker.health,
+                    established: h.state.announce.speaker.sessions.filter((x) => x.established).length,
+                    sessions: h.state.announce.speaker.sessions.length,
+                  }
+                : null,
+            }
+          : null,
       }
     : { pod: h.pod, node: h.node, reachable: false, error: h.error };
 }
@@ -188,13 +251,33 @@ export function buildStatusReport(
       }
       for (const row of nodes.values())
         for (const host of reachable) if (!(host.pod in row.hosts)) row.hosts[host.pod] = null;
+      const vips = (svc.status?.loadBalancer?.ingress ?? []).map((i) => ({
+        address: i.ip ?? i.hostname ?? "",
+        ipMode: i.ipMode ?? null,
+      }));
+      const announcing = [...reachable].sort(byName).filter((h) => h.state.announce);
+      const announce =
+        announcing.length === 0
+          ? []
+          : vips.map((v) => {
+              const hostsOf: Record<string, { state: string; reason: string }> = {};
+              for (const h of announcing) {
+                const a = h.state.announce?.vips.find((x) => x.vip === v.address);
+                if (a) hostsOf[h.pod] = { state: a.state, reason: a.reason };
+              }
+              return {
+                address: v.address,
+                heldBy: Object.entries(hostsOf)
+                  .filter(([, x]) => x.state === "held")
+                  .map(([pod]) => pod),
+                hosts: hostsOf,
+              };
+            });
       return {
         service: key,
         loadBalancerClass: svc.spec.loadBalancerClass ?? null,
-        vips: (svc.status?.loadBalancer?.ingress ?? []).map((i) => ({
-          address: i.ip ?? i.hostname ?? "",
-          ipMode: i.ipMode ?? null,
-        })),
+        vips,
+        announce,
         conditions: (svc.status?.conditions ?? []).map((c) => ({
           type: c.type,
           status: c.status,
@@ -216,6 +299,22 @@ function duration(seconds: number | null): string {
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);
   return h > 0 ? `up ${h}h${String(m).padStart(2, "0")}m` : `up ${m}m${String(s % 60).padStart(2, "0")}s`;
+}
+
+/** `keepalived running: 2 MASTER, 1 BACKUP`; `bird running: speaker degraded, 1 of 2 BGP sessions Established` */
+function engine(a: AnnounceView | null): string {
+  if (!a) return "";
+  const counts = new Map<string, number>();
+  for (const g of a.groups) counts.set(g.state, (counts.get(g.state) ?? 0) + 1);
+  const parts = [...counts].map(([st, n]) => `${n} ${st}`);
+  if (a.speaker)
+    parts.push(
+      `speaker ${a.speaker.health}`,
+      `${a.speaker.established} of ${a.speaker.sessions} BGP sessions Established`,
+    );
+  const states = parts.join(", ");
+  const detail = a.state === "running" || !a.detail ? "" : ` (${a.detail})`;
+  return `${a.engine} ${a.state}${detail}${states ? `: ${states}` : ""}`;
 }
 
 function cell(view: NodeView | null | undefined): string {
@@ -247,7 +346,7 @@ function podRows(pods: readonly PodStatus[]): string[] {
     rows.push([
       h.pod,
       `node ${h.node}`,
-      [h.dataplane === "none" ? "" : (h.dataplane ?? ""), duration(h.uptimeSeconds), api]
+      [h.dataplane === "none" ? "" : (h.dataplane ?? ""), duration(h.uptimeSeconds), engine(h.announce), api]
         .filter(Boolean)
         .join(", "),
     ]);
@@ -279,6 +378,13 @@ export function renderStatusText(report: StatusReport, lbNamespace: string): str
       out.push(
         `  Condition:   ${c.type}=${c.status}${c.reason ? ` (${c.reason})` : ""}${c.message ? `: ${c.message}` : ""}`,
       );
+    for (const a of svc.announce) {
+      const others = Object.entries(a.hosts)
+        .filter(([, x]) => x.state !== "held")
+        .map(([pod, x]) => `${pod} ${x.state} (${x.reason})`);
+      const held = a.heldBy.length === 0 ? "NO LB HOST" : a.heldBy.join(" and ");
+      out.push(`  Held:        ${a.address} by ${held}${others.length > 0 ? `; ${others.join(", ")}` : ""}`);
+    }
     if (ok.length === 0) {
       out.push("  Nodes:       no LB host could be asked");
       continue;

@@ -39,9 +39,9 @@ export function labLbHosts(names: readonly string[], ns: (host: string) => strin
   }));
 }
 
-/** `--peers` of `passlb lb --announce l2` for these hosts: name=client-segment address. */
+/** `--peers` of `passlb lb --announce l2` for these hosts: name=client-segment address, both families. */
 export function labPeers(hosts: readonly LabLbHost[]): string {
-  return hosts.map((h) => `${h.name}=${h.ipv4}`).join(",");
+  return hosts.flatMap((h) => [`${h.name}=${h.ipv4}`, `${h.name}=${h.ipv6}`]).join(",");
 }
 
 export function lbHostCommands(
@@ -66,6 +66,9 @@ export function lbHostCommands(
         "net.ipv6.conf.all.forwarding=1",
         "net.ipv4.conf.all.rp_filter=0",
         "net.ipv4.conf.default.rp_filter=0",
+        // a host whose links go down and up again keeps its IPv6 addresses, as its IPv4 ones
+        // (the L2 test's "holder dies" downs the links; keepalived's IPv6 instances need them)
+        "net.ipv6.conf.all.keep_addr_on_down=1",
       ]),
     );
     ipn(h, "link", "set", "lo", "up");

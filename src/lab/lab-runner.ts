@@ -126,7 +126,7 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
         manifestsDir,
         ...(layout.bgp
           ? labBgpLbArgs(h, layout.bgp, join(stateDir, `bird-${h.name}`))
-          : labAnnounceArgs(layout, h)),
+          : labAnnounceArgs(layout, h, stateDir)),
         ...(options.lbArgs ?? []),
       ]);
     await waitFor("the LB hosts", () => layout.lbHosts.every((h) => hasAnyTable(h.ns)), processes);
@@ -235,15 +235,18 @@ export function routedArgs(layout: LabLayout): { lb: string[]; agent: string[] }
 
 /**
  * The announcement flags of one LB host of a multi-LB lab: hold VIPs on its client-segment
- * interface, with every LB host as a peer, and claim NAT (an agent may run there too).
+ * interface, with every LB host as a peer (both families), keepalived's files in the lab's
+ * state directory, and claim NAT (an agent may run there too).
  */
-export function labAnnounceArgs(layout: LabLayout, host: LabLbHost): string[] {
+export function labAnnounceArgs(layout: LabLayout, host: LabLbHost, stateDir: string): string[] {
   return [
     "--dataplane=nftables",
     "--announce=l2",
     `--interface=${host.segmentInterface}`,
     `--host-name=${host.name}`,
     `--peers=${labPeers(layout.lbHosts)}`,
+    // keepalived's files, one directory per LB host (they share the machine's file system)
+    `--state-dir=${join(stateDir, `keepalived-${host.name}`)}`,
     "--claim-nat",
   ];
 }

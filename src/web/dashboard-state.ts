@@ -13,7 +13,7 @@
  * Pure: `now` and every count arrive as data; no clock, no I/O. Not here: collecting the
  * counts (the data planes), serving (dashboard-server.ts), drawing (assets/dashboard.html).
  */
-
+import type { AnnouncerStatus } from "../announce/announcer.ts";
 import type { KubeApiReport } from "../cluster/kube-api-health.ts";
 import { type Forward, memberPaths } from "../dataplane/encap.ts";
 import type { HealthLookup, ListenerForwarding, ServiceForwarding } from "../dataplane/forwarding-state.ts";
@@ -55,26 +55,10 @@ export interface DashboardInput {
   readonly issues: readonly Finding[];
   /** Kubernetes mode: whether the API calls are failing (cluster/kube-api-health.ts) */
   readonly kubeApi?: KubeApiReport;
-  /** VIP announcement, when the process announces (passlb lb --announce bgp) */
-  readonly announce?: DashboardAnnounce;
+  /** VIP announcement (`--announce l2` or `bgp`, one shape): which VIPs this host holds, its engine's state */
+  readonly announce?: AnnouncerStatus;
   /** an LB host's forwarding mode (issue 21): each node then shows its path */
   readonly forward?: Forward;
-}
-
-/** How this host announces its VIPs and what the speaker reports (docs/vip-announce.md). */
-export interface DashboardAnnounce {
-  /** `bgp` */
-  readonly mode: string;
-  readonly speaker: {
-    readonly health: "healthy" | "degraded" | "down";
-    readonly findings: readonly string[];
-    readonly sessions: readonly { readonly peer: string; readonly state: string; readonly bfd?: string }[];
-  };
-  readonly vips: readonly {
-    readonly vip: string;
-    readonly state: "announced" | "withdrawn";
-    readonly reason: string;
-  }[];
 }
 
 export interface DashboardNode {
@@ -158,7 +142,8 @@ export interface DashboardState {
   readonly issues: readonly Finding[];
   /** Kubernetes mode only: the API calls' failing channels (docs/kubernetes.md) */
   readonly kubeApi?: KubeApiReport;
-  readonly announce?: DashboardAnnounce;
+  /** null without announcement (docs/dashboard.md "announce") */
+  readonly announce: AnnouncerStatus | null;
 }
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
@@ -189,7 +174,7 @@ export function dashboardState(input: DashboardInput): DashboardState {
     events: input.events.map((e) => ({ ...e, at: new Date(e.at).toISOString() })),
     issues: [...input.issues],
     ...(input.kubeApi && { kubeApi: input.kubeApi }),
-    ...(input.announce && { announce: input.announce }),
+    announce: input.announce ?? null,
   };
 }
 

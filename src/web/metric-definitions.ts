@@ -184,6 +184,24 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["pool", "family"] as const,
       registers: r,
     }),
+    announceVips: new Gauge({
+      name: "passlb_announce_vips",
+      help: "VIPs by announcement state on this host (held, backup, withdrawn), by engine.",
+      labelNames: ["engine", "state"] as const,
+      registers: r,
+    }),
+    announceEngineUp: new Gauge({
+      name: "passlb_announce_engine_up",
+      help: "1 while the announcement engine (keepalived or bird) runs, 0 while it is down or restarting.",
+      labelNames: ["engine"] as const,
+      registers: r,
+    }),
+    announceTransitions: new Counter({
+      name: "passlb_announce_transitions_total",
+      help: "State transitions the announcement engine reported (keepalived: VRRP instance states; bird: a VIP held or withdrawn), by state.",
+      labelNames: ["engine", "state"] as const,
+      registers: r,
+    }),
     bgpSessionUp: new Gauge({
       name: "passlb_bgp_session_up",
       help: "1 when the BGP session to a peer is Established, else 0 (passlb lb --announce bgp).",
@@ -198,14 +216,8 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
     }),
     bgpSpeakerState: new Gauge({
       name: "passlb_bgp_speaker_state",
-      help: "1 for the BGP speaker's current state (healthy, degraded, down), 0 for the others.",
+      help: "1 for the BGP speaker's session health (healthy, degraded, down), 0 for the others (engine bird).",
       labelNames: ["state"] as const,
-      registers: r,
-    }),
-    bgpVipsAnnounced: new Gauge({
-      name: "passlb_bgp_vips_announced",
-      help: "VIPs this LB host announces over BGP now, by address family.",
-      labelNames: ["family"] as const,
       registers: r,
     }),
   };

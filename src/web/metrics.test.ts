@@ -96,3 +96,45 @@ test("observeForwarding: backends by state, weights, and Maglev rebuilds with sl
   const sum = Number(/passlb_maglev_slots_moved_ratio_sum ([0-9.]+)/.exec(text)?.[1]);
   assert.ok(sum / 2 > 0.3 && sum / 2 < 0.7, `about node-b's half of the slots moved: ${sum / 2}`);
 });
+
+test("announce: one set of metrics for both engines; BIRD adds its sessions, BFD and health", async () => {
+  const metrics = new Metrics();
+  const base = { host: "lb-1", state: "running", generation: 1, groups: [] } as const;
+  metrics.announce({
+    ...base,
+    engine: "keepalived",
+    vips: [
+      { vip: "203.0.113.1", state: "held", reason: "vrrp_master" },
+      { vip: "203.0.113.2", state: "backup", reason: "vrrp_backup" },
+    ],
+  });
+  metrics.announce({
+    ...base,
+    engine: "bird",
+    vips: [
+      { vip: "203.0.113.1", state: "held", reason: "to 198.51.100.1" },
+      { vip: "203.0.113.3", state: "withdrawn", reason: "not ready" },
+    ],
+    speaker: {
+      health: "degraded",
+      findings: ["BGP up, BFD Down"],
+      sessions: [
+        { peer: "198.51.100.1", state: "Established", established: true, bfd: "Down" },
+        { peer: "fd00::1", state: "Active", established: false },
+      ],
+    },
+  });
+  metrics.announceTransition("bird", "held");
+  const text = await metrics.text();
+  assert.match(text, /passlb_announce_vips\{engine="keepalived",state="backup"\} 1/);
+  assert.match(text, /passlb_announce_vips\{engine="bird",state="held"\} 1/);
+  assert.match(text, /passlb_announce_vips\{engine="bird",state="withdrawn"\} 1/);
+  assert.match(text, /passlb_announce_engine_up\{engine="bird"\} 1/);
+  assert.match(text, /passlb_announce_transitions_total\{engine="bird",state="held"\} 1/);
+  assert.match(text, /passlb_bgp_session_up\{peer="198\.51\.100\.1"\} 1/);
+  assert.match(text, /passlb_bgp_session_up\{peer="fd00::1"\} 0/);
+  assert.match(text, /passlb_bfd_session_up\{peer="198\.51\.100\.1"\} 0/);
+  assert.doesNotMatch(text, /passlb_bfd_session_up\{peer="fd00::1"\}/, "no BFD session, no series");
+  assert.match(text, /passlb_bgp_speaker_state\{state="degraded"\} 1/);
+  assert.doesNotMatch(text, /passlb_bgp_vips_announced/, "passlb_announce_vips says it");
+});

@@ -9,7 +9,9 @@
  * Not here: deciding what to observe (the adapters and `observeForwarding` do) and HTTP
  * (dashboard-server.ts serves `registry.metrics()`).
  */
+
 import { type Counter, collectDefaultMetrics, Registry } from "prom-client";
+import type { AnnouncerStatus } from "../announce/announcer.ts";
 import type { RestartReason } from "../cluster/kube-watch.ts";
 import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { MaglevTable } from "../dataplane/maglev.ts";
@@ -144,21 +146,28 @@ export class Metrics {
     this.#m.poolUsed.set({ pool, family }, used);
   }
 
-  /** the BGP speaker as read back (lb-announce-bgp.ts): sessions, BFD, state, VIPs announced */
-  bgpSpeaker(state: {
-    readonly health: "healthy" | "degraded" | "down";
-    readonly sessions: readonly { readonly peer: string; readonly established: boolean }[];
-    readonly bfd: readonly { readonly peer: string; readonly state: string }[];
-    readonly announced: { readonly IPv4: number; readonly IPv6: number };
-  }): void {
+  /** the announcement engine's status (announcer.ts, either engine): VIPs per state, engine
+   * up; with BIRD also its BGP sessions, their BFD sessions and the speaker's health */
+  announce(status: AnnouncerStatus): void {
+    const counts = { held: 0, backup: 0, withdrawn: 0 };
+    for (const v of status.vips) counts[v.state]++;
+    for (const [state, n] of Object.entries(counts))
+      this.#m.announceVips.set({ engine: status.engine, state }, n);
+    this.#m.announceEngineUp.set({ engine: status.engine }, status.state === "running" ? 1 : 0);
+    const speaker = status.speaker;
+    if (!speaker) return;
     this.#m.bgpSessionUp.reset();
     this.#m.bfdSessionUp.reset();
-    for (const s of state.sessions) this.#m.bgpSessionUp.set({ peer: s.peer }, s.established ? 1 : 0);
-    for (const b of state.bfd) this.#m.bfdSessionUp.set({ peer: b.peer }, b.state === "Up" ? 1 : 0);
+    for (const s of speaker.sessions) {
+      this.#m.bgpSessionUp.set({ peer: s.peer }, s.established ? 1 : 0);
+      if (s.bfd !== undefined) this.#m.bfdSessionUp.set({ peer: s.peer }, s.bfd === "Up" ? 1 : 0);
+    }
     for (const h of ["healthy", "degraded", "down"] as const)
-      this.#m.bgpSpeakerState.set({ state: h }, h === state.health ? 1 : 0);
-    for (const family of ["IPv4", "IPv6"] as const)
-      this.#m.bgpVipsAnnounced.set({ family }, state.announced[family]);
+      this.#m.bgpSpeakerState.set({ state: h }, h === speaker.health ? 1 : 0);
+  }
+
+  announceTransition(engine: string, state: string): void {
+    this.#m.announceTransitions.inc({ engine, state: state.toLowerCase() });
   }
 
   /** every pool at once (pool-usage.ts); pools that are gone disappear */

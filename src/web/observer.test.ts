@@ -153,20 +153,28 @@ test("standing findings: logged once, replaced by the next set", () => {
   assert.equal(observer.state().issues.length, 0);
 });
 
-test("an announcement source shows in the state as it is at each read", () => {
+test("an announcement source shows in the state as it is at each read, one shape for both engines", () => {
   const { observer } = setup();
-  assert.equal(observer.state().announce, undefined, "no announcement section without a source");
+  assert.equal(observer.state().announce, null, "no announcement section without a source");
   let health: "healthy" | "degraded" = "healthy";
   observer.announcement(() => ({
-    mode: "bgp",
-    speaker: { health, findings: [], sessions: [{ peer: "198.51.100.1", state: "Established", bfd: "Up" }] },
-    vips: [{ vip: "203.0.113.10", state: "announced", reason: "bgp/web: 2 healthy node(s)" }],
+    engine: "bird",
+    host: "lb-1",
+    state: "running",
+    generation: 3,
+    vips: [{ vip: "203.0.113.10", state: "held", reason: "bgp/web: 2 healthy node(s); to 198.51.100.1" }],
+    groups: [],
+    speaker: {
+      health,
+      findings: [],
+      sessions: [{ peer: "198.51.100.1", state: "Established", established: true, bfd: "Up" }],
+    },
   }));
-  assert.equal(observer.state().announce?.speaker.health, "healthy");
+  assert.equal(observer.state().announce?.speaker?.health, "healthy");
   health = "degraded";
-  assert.equal(observer.state().announce?.speaker.health, "degraded");
+  assert.equal(observer.state().announce?.speaker?.health, "degraded");
   assert.deepEqual(
     observer.state().announce?.vips.map((v) => v.state),
-    ["announced"],
+    ["held"],
   );
 });

@@ -23,7 +23,7 @@
  * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
  * `maxEvents` events are kept. Time comes from the injected `now`.
  */
-
+import type { AnnouncerStatus } from "../announce/announcer.ts";
 import type { KubeApiReport } from "../cluster/kube-api-health.ts";
 import type { Forward } from "../dataplane/encap.ts";
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
@@ -31,12 +31,7 @@ import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
-import {
-  type DashboardAnnounce,
-  type DashboardEvent,
-  type DashboardState,
-  dashboardState,
-} from "./dashboard-state.ts";
+import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -63,6 +58,7 @@ export class Observer {
   readonly #o: ObserverOptions;
   readonly startedAt: number;
   #forwarding: readonly ServiceForwarding[] = [];
+  #announce: (() => AnnouncerStatus) | undefined;
   #health: HealthLookup | undefined;
   readonly #events: DashboardEvent[] = [];
   /** `service\0node` → second → count */
@@ -71,7 +67,6 @@ export class Observer {
   /** `service\0node` → state at the last forwarding */
   #states = new Map<string, BackendState>();
   #traffic: (() => readonly TrafficTotals[]) | undefined;
-  #announce: (() => DashboardAnnounce) | undefined;
   /** `service\0node` → connections total at the last read (`#lastRead`: when that was) */
   readonly #lastTotals = new Map<string, number>();
   #lastRead = 0;
@@ -229,9 +224,9 @@ export class Observer {
     return this.#kubeApi?.() ?? { ready: true, failing: [] };
   }
 
-  /** the announcement view, read at each `state()` (lb-announce-bgp.ts) */
-  announcement(read: () => DashboardAnnounce): void {
-    this.#announce = read;
+  /** VIP announcement: the engine's status, read at each `state()` */
+  announcement(status: () => AnnouncerStatus): void {
+    this.#announce = status;
   }
 
   state(): DashboardState {

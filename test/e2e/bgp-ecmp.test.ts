@@ -188,24 +188,32 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
   });
 
   await t.test(
-    "each LB host reports its speaker healthy and its VIPs announced (state API, metrics)",
+    "each LB host reports its speaker healthy and its VIPs held, in the shape keepalived reports too (state API, metrics)",
     async () => {
       for (const h of hosts) {
-        let state: { announce?: { speaker: { health: string }; vips: { vip: string; state: string }[] } } =
-          {};
+        let state: {
+          announce?: {
+            engine: string;
+            state: string;
+            speaker?: { health: string };
+            vips: { vip: string; state: string }[];
+          };
+        } = {};
         for (let i = 0; i < 100; i++) {
           state = JSON.parse(dashboard(h.ns, "/api/v1/state") || "{}");
-          if (state.announce?.speaker.health === "healthy") break;
+          if (state.announce?.speaker?.health === "healthy") break;
           await sleep(100);
         }
+        assert.equal(state.announce?.engine, "bird");
+        assert.equal(state.announce?.state, "running");
         assert.equal(
-          state.announce?.speaker.health,
+          state.announce?.speaker?.health,
           "healthy",
           `${h.name}: ${JSON.stringify(state.announce)}`,
         );
         assert.deepEqual(
           state.announce?.vips
-            .filter((v) => v.state === "announced")
+            .filter((v) => v.state === "held")
             .map((v) => v.vip)
             .sort(),
           [vip, local, vip6].sort(),
@@ -213,6 +221,8 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
         const metrics = dashboard(h.ns, "/metrics");
         assert.match(metrics, /passlb_bgp_speaker_state\{state="healthy"\} 1/);
         assert.match(metrics, /passlb_bfd_session_up\{peer="198.51.100.1"\} 1/);
+        assert.match(metrics, /passlb_announce_vips\{engine="bird",state="held"\} 3/);
+        assert.match(metrics, /passlb_announce_engine_up\{engine="bird"\} 1/);
       }
     },
   );

@@ -2,14 +2,19 @@
  * `passlb lb --dataplane nftables` in Kubernetes mode, wired as the command wires it
  * (runNftablesLb) but with the fake nft applier, so it runs without root: the table gets
  * the VIPs from Service status only, a Service without one stays out, the table is left
- * alone while the API server is away, and the changes made meanwhile converge.
+ * alone while the API server is away, and the changes made meanwhile converge. With
+ * `--announce l2` (a fake engine): the engine starts after the first sync with the VIPs the
+ * data plane programs as ready, hears of a VIP once it is programmed, and is stopped
+ * gracefully at shutdown.
  */
 import assert from "node:assert/strict";
 import { type TestContext, test } from "node:test";
+import { FakeAnnouncer } from "../../src/announce/fake-announcer.ts";
 import { kubeReadHandler } from "../../src/cli/lb-kube.ts";
 import { type NftLbFlags, runNftablesLb } from "../../src/cli/lb-nftables.ts";
 import { FakeNftApplier } from "../../src/dataplane/fake-nft-applier.ts";
 import { createNftApplier, type NftApplier } from "../../src/dataplane/nft-applier.ts";
+import { PasslbError } from "../../src/errors.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../netns.ts";
 import { eventually, fakeCluster, kubeSource } from "./kube-fixture.ts";
 
@@ -25,10 +30,6 @@ const FLAGS: NftLbFlags = {
   driftCheckMs: "0",
   announce: "none",
   peers: [],
-  heartbeatPort: "7480",
-  heartbeatMs: "200",
-  deadAfterMs: "1000",
-  handoverMs: "300",
 };
 
 async function scenario(t: TestContext, nft: NftApplier, sent: () => number): Promise<void> {
@@ -106,4 +107,99 @@ test("the same against the kernel: real nft in a throwaway network namespace", {
     counters: (table) => real.counters(table),
   };
   await scenario(t, counting, () => sent);
+});
+
+test("--announce l2: the engine is told which VIPs this host can serve, and stopped gracefully", {
+  timeout: 30_000,
+}, async (t) => {
+  const api = await fakeCluster();
+  t.after(() => api.close());
+  const nft = new FakeNftApplier();
+  const fake = new FakeAnnouncer("lb-1");
+  let peersGiven: unknown;
+  const stop = new AbortController();
+  t.after(() => stop.abort());
+  const io = { stdout: () => {}, stderr: () => {}, readStdin: async () => "" };
+  const running = runNftablesLb(
+    {
+      ...FLAGS,
+      announce: "l2",
+      interface: "eth0",
+      hostName: "lb-1",
+      peers: ["lb-1=192.0.2.2,lb-2=192.0.2.3"],
+    },
+    io,
+    () => stop.signal,
+    undefined,
+    { source: kubeSource(api), prepare: kubeReadHandler(undefined, () => {}) },
+    {
+      nft,
+      announcer: (peers) => {
+        peersGiven = peers;
+        return fake;
+      },
+    },
+  );
+  const ready = (vip: string) => fake.last?.vips.find((v) => v.vip === vip);
+  await eventually(async () => ready("203.0.113.10")?.ready === true, "the web VIP announced as ready");
+  assert.deepEqual([...(peersGiven as Map<string, unknown>).keys()], ["lb-1", "lb-2"]);
+  assert.equal(ready("203.0.113.11"), undefined, "a Service without a VIP in status is not announced");
+  const pending = api.find("v1", "Service", "pending", "shop")!;
+  api.put({ ...pending, status: { loadBalancer: { ingress: [{ ip: "203.0.113.11" }] } } });
+  await eventually(async () => ready("203.0.113.11")?.ready === true, "the new VIP, once programmed");
+  stop.abort();
+  assert.equal(await running, 0);
+  assert.deepEqual(fake.stopped, { graceful: true });
+});
+
+test("--announce bgp: the same Announcer calls and readiness; a failed pass makes every VIP not ready until the next one", {
+  timeout: 30_000,
+}, async (t) => {
+  const api = await fakeCluster();
+  t.after(() => api.close());
+  const nft = new FakeNftApplier();
+  const fake = new FakeAnnouncer("lb-1", "bird");
+  let peersGiven: unknown;
+  const stop = new AbortController();
+  t.after(() => stop.abort());
+  const io = { stdout: () => {}, stderr: () => {}, readStdin: async () => "" };
+  const running = runNftablesLb(
+    { ...FLAGS, announce: "bgp", hostName: "lb-1", bgpAsn: "64512", bgpPeer: ["198.51.100.1:64500"] },
+    io,
+    () => stop.signal,
+    undefined,
+    { source: kubeSource(api), prepare: kubeReadHandler(undefined, () => {}) },
+    {
+      nft,
+      announcer: (peers) => {
+        peersGiven = peers;
+        return fake;
+      },
+    },
+  );
+  const ready = (vip: string) => fake.last?.vips.find((v) => v.vip === vip);
+  await eventually(async () => ready("203.0.113.10")?.ready === true, "the web VIP announced as ready");
+  assert.deepEqual(
+    [...(peersGiven as Map<string, unknown>).keys()],
+    [],
+    "a routed tier has no segment peers",
+  );
+  assert.equal(fake.status().engine, "bird");
+  assert.equal(fake.status().vips.find((v) => v.vip === "203.0.113.10")?.state, "held");
+  // the next pass fails: nothing is known to match the plan any more, so nothing is ready
+  nft.failNext = new PasslbError("nft_failed", "fake nft: refused");
+  const pending = api.find("v1", "Service", "pending", "shop")!;
+  api.put({ ...pending, status: { loadBalancer: { ingress: [{ ip: "203.0.113.11" }] } } });
+  await eventually(
+    async () => ready("203.0.113.10")?.reason === "sync_failed",
+    "withdrawn after the failed pass",
+  );
+  // and the pass after it succeeds (a retry): both VIPs ready
+  await eventually(
+    async () => ready("203.0.113.10")?.ready === true && ready("203.0.113.11")?.ready === true,
+    "ready again once a pass succeeds",
+  );
+  stop.abort();
+  assert.equal(await running, 0);
+  assert.deepEqual(fake.stopped, { graceful: true });
 });

@@ -7,7 +7,8 @@
 //    echo pods, node agents, prober, userspace LB), so the test can stop one node's agent:
 //    the page shows every Service and node, connection shares after some traffic, and
 //    node-b turning unhealthy within interval × unhealthyThreshold + timeout plus the
-//    page's 1 s poll and a margin. Screenshot: test-artifacts/dashboard.png.
+//    page's 1 s poll and a margin; with an announcement engine's status (a fake one), the
+//    Announcement card shows which VIPs this host holds. Screenshot: test-artifacts/dashboard.png.
 //
 // Addresses (after the loopback rewrite): VIPs 127.0.1.150 (api), 127.0.1.151 (web), nodes
 // 127.0.2.151-153 — a block no other test uses.
@@ -18,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { FakeAnnouncer, vipReady } from "../../src/announce/fake-announcer.ts";
 import { startObservability } from "../../src/cli/observability.ts";
 import { QuickstartRun } from "../../src/quickstart/quickstart-run.ts";
 import { httpGet, until } from "../userspace/clients.ts";
@@ -156,7 +158,17 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
   page.on("request", (r) => {
     if (new URL(r.url()).origin !== origin) outside.push(r.url());
   });
+  // an announcement engine's status (the fake honours the keepalived driver's interface):
+  // the page's Announcement card shows each VIP held or not
+  const announcer = new FakeAnnouncer("lb-1");
+  await announcer.start({
+    vips: [vipReady(WEB), vipReady("127.0.1.150", "no_healthy_backend")],
+    generation: 1,
+  });
+  obs.observer.announcement(() => announcer.status());
   await page.goto(url, { timeout: 10_000 });
+  await page.locator(`tr.avip[data-vip="${WEB}"][data-state="held"]`).waitFor({ timeout: 3_000 });
+  assert.equal(await page.locator('tr.avip[data-vip="127.0.1.150"]').getAttribute("data-state"), "withdrawn");
 
   for (const plan of run.plans) {
     const card = page.locator(`.service[data-service="${plan.service}"]`);

@@ -1,14 +1,13 @@
 /**
  * The BGP announcer against its fakes (same interfaces as BIRD and the kernel table):
- * servability from the programmed data plane, routes follow it, announced only with an
+ * routes follow readiness (../announcer.ts, tested in announcer.test.ts), announced only with an
  * established session of the family, and the graceful stop withdraws, waits, then stops.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { ServiceForwarding } from "../../dataplane/forwarding-state.ts";
+import { vipReady } from "../fake-announcer.ts";
 import { BgpAnnouncer, type BgpEvent } from "./bgp-announcer.ts";
 import { announcementsOf, routeChanges } from "./bgp-decision.ts";
-import { type PlannedVips, vipServability } from "./bgp-servable.ts";
 import type { SpeakerState } from "./bgp-types.ts";
 import { fakeSpeaker } from "./bird-speaker.ts";
 import { fakeVipRoutes } from "./kernel-vip-routes.ts";
@@ -24,75 +23,14 @@ const healthy: SpeakerState = {
   findings: ["BGP peer2 (fd00:198:51:100::1) is Active"],
 };
 
-/** A programmed Service: only the fields servability reads. */
-function programmed(service: string, vips: string[], listeners: { nodes: string[]; failOpen?: boolean }[]) {
-  return {
-    service,
-    plan: { vips: vips.map((address) => ({ address, family: address.includes(":") ? "IPv6" : "IPv4" })) },
-    listeners: listeners.map((l) => ({
-      failOpen: l.failOpen ?? false,
-      backends: l.nodes.map((node) => ({ node })),
-    })),
-  } as unknown as ServiceForwarding;
-}
-
-const planned: PlannedVips[] = [
-  {
-    service: "a/web",
-    vips: [
-      { address: "203.0.113.10", family: "IPv4" },
-      { address: "fd00:10::10", family: "IPv6" },
-    ],
-  },
-  { service: "a/dns", vips: [{ address: "203.0.113.10", family: "IPv4" }] },
-  { service: "a/new", vips: [{ address: "203.0.113.11", family: "IPv4" }] },
-];
-
-test("servable: programmed with the VIP and a listener with a healthy backend", () => {
-  const s = vipServability({
-    planned,
-    programmed: [
-      programmed("a/web", ["203.0.113.10", "fd00:10::10"], [{ nodes: ["n1", "n2"] }]),
-      programmed("a/dns", ["203.0.113.10"], [{ nodes: ["n1"], failOpen: true }]),
-    ],
-    lastPassOk: true,
-    kept: new Set(),
-  });
-  assert.deepEqual(
-    s.map((x) => [x.vip, x.servable, x.reason]),
-    [
-      ["203.0.113.10", true, "a/web: 2 healthy node(s)"],
-      ["203.0.113.11", false, "a/new is not programmed with this VIP yet"],
-      ["fd00:10::10", true, "a/web: 2 healthy node(s)"],
-    ],
-  );
-});
-
-test("not servable: fail-open everywhere, a kept Service, a failed pass", () => {
-  const base = {
-    planned: planned.slice(0, 1),
-    programmed: [programmed("a/web", ["203.0.113.10", "fd00:10::10"], [{ nodes: ["n1"], failOpen: true }])],
-    lastPassOk: true,
-    kept: new Set<string>(),
-  };
-  assert.equal(vipServability(base)[0]!.reason, "a/web: no healthy backend on any listener");
-  const ok = { ...base, programmed: [programmed("a/web", ["203.0.113.10"], [{ nodes: ["n1"] }])] };
-  assert.equal(vipServability({ ...ok, kept: new Set(["a/web"]) })[0]!.servable, false);
-  assert.equal(vipServability({ ...ok, lastPassOk: false })[0]!.reason, "the last data-plane sync failed");
-  assert.equal(vipServability(ok)[0]!.servable, true);
-});
-
-test("routes: add the servable, remove the rest (also VIPs nobody plans any more)", () => {
-  const s = [
-    { vip: "203.0.113.10", family: "IPv4", services: [], servable: true, reason: "" },
-    { vip: "203.0.113.11", family: "IPv4", services: [], servable: false, reason: "" },
-  ] as const;
+test("routes: add the ready, remove the rest (also VIPs nobody plans any more)", () => {
+  const s = [vipReady("203.0.113.10"), vipReady("203.0.113.11", "no_healthy_backend")];
   assert.deepEqual(routeChanges(s, ["203.0.113.11", "203.0.113.99"]), {
     add: ["203.0.113.10"],
     remove: ["203.0.113.11", "203.0.113.99"],
   });
   const a = announcementsOf(
-    [...s, { vip: "fd00:10::10", family: "IPv6", services: [], servable: true, reason: "ok" }],
+    [...s, vipReady("fd00:10::10")],
     new Set(["203.0.113.10", "fd00:10::10"]),
     healthy,
   );
@@ -107,7 +45,7 @@ test("routes: add the servable, remove the rest (also VIPs nobody plans any more
   assert.equal(a[2]!.reason, "no IPv6 BGP session is established");
 });
 
-test("announcer: routes follow servability; graceful stop withdraws, waits, then stops BIRD", async () => {
+test("announcer: routes follow readiness; graceful stop withdraws, waits, then stops BIRD", async () => {
   const speaker = fakeSpeaker(healthy);
   const routes = fakeVipRoutes();
   routes.routes.add("203.0.113.99"); // a previous process's
@@ -124,15 +62,7 @@ test("announcer: routes follow servability; graceful stop withdraws, waits, then
     },
     onEvent: (e) => events.push(e),
   });
-  announcer.setServability([
-    {
-      vip: "203.0.113.10",
-      family: "IPv4",
-      services: ["a/web"],
-      servable: true,
-      reason: "a/web: 1 healthy node(s)",
-    },
-  ]);
+  announcer.setReadiness([vipReady("203.0.113.10", "ok", ["a/web"])]);
   await announcer.start();
   assert.deepEqual(speaker.configs, ["router id 1.2.3.4;\n"]);
   assert.deepEqual([...routes.routes], ["203.0.113.10"]);
@@ -141,15 +71,11 @@ test("announcer: routes follow servability; graceful stop withdraws, waits, then
     [["203.0.113.10", "announced"]],
   );
   assert.ok(events.some((e) => e.kind === "speaker" && e.health === "degraded"));
-  announcer.setServability([
-    { vip: "203.0.113.10", family: "IPv4", services: ["a/web"], servable: false, reason: "no healthy" },
-  ]);
+  announcer.setReadiness([vipReady("203.0.113.10", "no_healthy_backend", ["a/web"])]);
   await announcer.reconcile();
   assert.deepEqual([...routes.routes], []);
   assert.ok(events.some((e) => e.kind === "withdrawn" && e.vip === "203.0.113.10"));
-  announcer.setServability([
-    { vip: "203.0.113.10", family: "IPv4", services: ["a/web"], servable: true, reason: "ok" },
-  ]);
+  announcer.setReadiness([vipReady("203.0.113.10", "ok", ["a/web"])]);
   await announcer.reconcile();
   await announcer.stop();
   assert.deepEqual(order, ["sleep 700 with 0 routes, speaker stopped: false"]);

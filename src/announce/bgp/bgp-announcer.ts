@@ -1,20 +1,22 @@
 /**
  * The BGP announcer's lifecycle (docs/vip-announce.md "BGP"): owns the speaker process
  * (BgpSpeaker), the kernel table of VIP routes (VipRouteTable) and a poll of the speaker's
- * state. Decisions come from bgp-decision.ts; this class only applies them in order and
+ * state. bgp-engine.ts wraps it as the engine-neutral `Announcer`. Decisions come from bgp-decision.ts; this class only applies them in order and
  * reports what changed.
  *
  * - `start()` configures and starts (or adopts) the speaker, then reconciles the table with
- *   the last servability (routes a previous process left for VIPs that are not servable go).
- * - `setServability(list)` reconciles: add the routes of servable VIPs, delete the others.
+ *   the last readiness (routes a previous process left for VIPs that are not ready go).
+ * - `setReadiness(list)` reconciles: add the routes of ready VIPs, delete the others.
  *   Reconciles never overlap; a failure is reported and retried at the next poll.
  * - `stop()` is the graceful stop of issue #19 §1: delete every VIP route (BIRD withdraws
  *   them), wait `convergeMs` for the routers to move the flows to the other LB hosts, then
  *   stop the speaker. `stop({ keepSpeaker: true })` leaves routes and speaker as they are
  *   (a restart that must not move traffic; not used by `passlb lb` today).
  */
+
+import type { VipReadiness } from "../announcer.ts";
 import { announcementsOf, routeChanges } from "./bgp-decision.ts";
-import type { SpeakerState, VipAnnouncement, VipServability } from "./bgp-types.ts";
+import type { SpeakerState, VipAnnouncement } from "./bgp-types.ts";
 import type { BgpSpeaker } from "./bird-speaker.ts";
 import type { VipRouteTable } from "./kernel-vip-routes.ts";
 
@@ -48,7 +50,7 @@ const NOT_STARTED: SpeakerState = {
 
 export class BgpAnnouncer {
   readonly #o: BgpAnnouncerOptions;
-  #servability: readonly VipServability[] = [];
+  #readiness: readonly VipReadiness[] = [];
   #present = new Set<string>();
   #speaker: SpeakerState = NOT_STARTED;
   #announced = new Map<string, VipAnnouncement>();
@@ -67,8 +69,8 @@ export class BgpAnnouncer {
     this.#timer.unref?.();
   }
 
-  setServability(list: readonly VipServability[]): void {
-    this.#servability = list;
+  setReadiness(list: readonly VipReadiness[]): void {
+    this.#readiness = list;
     if (this.#timer !== undefined) void this.#reconcile();
   }
 
@@ -114,7 +116,7 @@ export class BgpAnnouncer {
   async #pass(): Promise<void> {
     try {
       const present = await this.#o.routes.list();
-      const { add, remove } = routeChanges(this.#servability, present);
+      const { add, remove } = routeChanges(this.#readiness, present);
       for (const vip of remove) await this.#o.routes.remove(vip);
       for (const vip of add) await this.#o.routes.add(vip);
       this.#present = new Set([...present.filter((v) => !remove.includes(v)), ...add]);
@@ -125,7 +127,7 @@ export class BgpAnnouncer {
     if (state.health !== this.#speaker.health || state.findings.join() !== this.#speaker.findings.join())
       this.#o.onEvent?.({ kind: "speaker", health: state.health, findings: state.findings });
     this.#speaker = state;
-    const now = announcementsOf(this.#servability, this.#present, state);
+    const now = announcementsOf(this.#readiness, this.#present, state);
     const seen = new Set<string>();
     for (const a of now) {
       seen.add(a.vip);

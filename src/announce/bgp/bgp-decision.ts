@@ -3,21 +3,22 @@
  *
  * - A VIP's route is in the kernel table exactly while this host can serve it (issue #19
  *   §1 "Announce only what this host can serve": the data plane is programmed with the
- *   current plan and at least one listener has a healthy backend; the caller decides that
- *   per VIP). Routes for VIPs no longer planned at all (a previous process's) go too.
+ *   current plan and at least one listener has a healthy backend: ../announcer.ts
+ *   `vipReadiness`, the caller's). Routes for VIPs no longer planned at all (a previous process's) go too.
  * - A VIP counts as *announced* when its route is in the table and a BGP session of its
  *   address family is established; otherwise it is withdrawn, with the reason.
  * No election: every LB host that can serve a VIP announces it, and the routers' ECMP
  * spreads flows over them (specs/scale-out.md §D: identical Maglev tables make any LB host
  * send a flow to the same node).
  */
-import type { IpFamily, SpeakerState, VipAnnouncement, VipServability } from "./bgp-types.ts";
+import type { VipReadiness } from "../announcer.ts";
+import type { IpFamily, SpeakerState, VipAnnouncement } from "./bgp-types.ts";
 
 export function routeChanges(
-  servability: readonly VipServability[],
+  readiness: readonly VipReadiness[],
   present: readonly string[],
 ): { add: string[]; remove: string[] } {
-  const want = new Set(servability.filter((s) => s.servable).map((s) => s.vip));
+  const want = new Set(readiness.filter((s) => s.ready).map((s) => s.vip));
   const have = new Set(present);
   return {
     add: [...want].filter((v) => !have.has(v)).sort(),
@@ -28,21 +29,21 @@ export function routeChanges(
 const familyOf = (address: string): IpFamily => (address.includes(":") ? "IPv6" : "IPv4");
 
 export function announcementsOf(
-  servability: readonly VipServability[],
+  readiness: readonly VipReadiness[],
   present: ReadonlySet<string>,
   speaker: SpeakerState,
 ): VipAnnouncement[] {
   const up = (f: IpFamily) =>
     speaker.sessions.filter((s) => s.established && familyOf(s.peer) === f).map((s) => s.peer);
-  return servability.map((s): VipAnnouncement => {
+  return readiness.map((s): VipAnnouncement => {
     const base = { vip: s.vip, family: s.family };
-    if (!s.servable) return { ...base, state: "withdrawn", reason: `not servable: ${s.reason}` };
+    if (!s.ready) return { ...base, state: "withdrawn", reason: `not ready: ${s.detail}` };
     if (!present.has(s.vip))
-      return { ...base, state: "withdrawn", reason: "servable; its route is not in the kernel table yet" };
+      return { ...base, state: "withdrawn", reason: "ready; its route is not in the kernel table yet" };
     if (!speaker.running) return { ...base, state: "withdrawn", reason: "the BGP speaker is not running" };
     const peers = up(s.family);
     if (peers.length === 0)
       return { ...base, state: "withdrawn", reason: `no ${s.family} BGP session is established` };
-    return { ...base, state: "announced", reason: `${s.reason}; to ${peers.join(", ")}` };
+    return { ...base, state: "announced", reason: `${s.detail}; to ${peers.join(", ")}` };
   });
 }

@@ -1,27 +1,19 @@
 /**
- * The BGP announcement engine's interface (docs/vip-announce.md "BGP"): what goes in (per VIP:
- * can this host serve it now, and if not why), what comes out (per VIP: announced or
- * withdrawn, and why; the speaker's sessions and BFD), and the settings a speaker is
- * configured with. Types only, engine-neutral in spirit: BIRD is the one engine behind it
- * today (bird-config.ts, bird-speaker.ts), an FRR or GoBGP driver would take the same input.
+ * The BGP engine's own types (docs/vip-announce.md "BGP: the routed LB tier"): what it tells the
+ * routers per VIP (announced or withdrawn, and why), the speaker's sessions and BFD as read
+ * back, and the settings a speaker is configured with. Types only. What goes in is the
+ * engine-neutral readiness (../announcer.ts `VipReadiness`); what `passlb lb` sees is
+ * `AnnouncerStatus` (bgp-engine.ts maps these to it). BIRD is the speaker behind it
+ * (bird-config.ts, bird-speaker.ts).
  *
- * It does not decide servability (the caller does, from the data plane: bgp-servable.ts) nor
+ * It does not decide readiness (../announcer.ts `vipReadiness` does, from the data plane) nor
  * elect anything: on a routed LB tier every host that can serve a VIP announces it, and the
  * routers spread flows over them with ECMP (specs/scale-out.md §0, §D).
  */
 
-export type IpFamily = "IPv4" | "IPv6";
+import type { IpFamily } from "../announcer.ts";
 
-/** Input, per VIP: can this host forward it right now, and the reason when not. */
-export interface VipServability {
-  readonly vip: string;
-  readonly family: IpFamily;
-  /** the Services (namespace/name) that use this VIP, for the reasons */
-  readonly services: readonly string[];
-  readonly servable: boolean;
-  /** why (either way), e.g. "programmed, 2 healthy nodes" or "no healthy backend on any listener" */
-  readonly reason: string;
-}
+export type { IpFamily };
 
 /** Output, per VIP: what this host tells the routers. */
 export interface VipAnnouncement {

@@ -1,0 +1,65 @@
+/**
+ * keepalived.conf golden (docs/vip-announce.md "The keepalived engine"): three LB hosts,
+ * both families, one VIP not ready here; the track files' contents beside it. When root,
+ * the rendered text goes through `keepalived --config-test` in a throwaway namespace with an
+ * eth0 (keepalived checks the interface), so the golden cannot drift from what keepalived
+ * accepts.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { type KeepalivedInput, renderKeepalived } from "../../src/announce/keepalived-config.ts";
+import { assertGolden } from "../golden.ts";
+import { createNetns, deleteNetns } from "../netns.ts";
+
+const GOLDEN = "test/fixtures/announce";
+const peers3 = new Map([
+  ["lb-1", { IPv4: "192.0.2.2", IPv6: "fd00:192:0:1::2" }],
+  ["lb-2", { IPv4: "192.0.2.3", IPv6: "fd00:192:0:1::3" }],
+  ["lb-3", { IPv4: "192.0.2.4", IPv6: "fd00:192:0:1::4" }],
+]);
+const input = (over: Partial<KeepalivedInput> = {}): KeepalivedInput => ({
+  self: "lb-1",
+  interface: "eth0",
+  peers: peers3,
+  vips: ["203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.4", "fd00:10::1", "fd00:10::2"].map(
+    (vip) => ({ vip, ready: vip !== "203.0.113.3" }),
+  ),
+  advertMs: 100,
+  fifo: "/run/passlb/l2/notify.fifo",
+  trackDir: "/run/passlb/l2/track",
+  ...over,
+});
+const keepalivedTest = () =>
+  process.getuid?.() !== 0
+    ? "keepalived -t needs root (a namespace with the interface it checks): not root"
+    : spawnSync("keepalived", ["--version"]).error
+      ? "keepalived is not installed"
+      : undefined;
+
+test("golden keepalived.conf for three hosts, both families (and keepalived -t accepts it)", (t) => {
+  const r = renderKeepalived(input());
+  assertGolden(`${GOLDEN}/keepalived-lb-1.conf`, r.config);
+  assertGolden(`${GOLDEN}/keepalived-lb-1.tracks.json`, Object.fromEntries(r.trackFiles));
+  assert.deepEqual(r.issues, []);
+  const why = keepalivedTest();
+  if (why) return t.diagnostic(`keepalived -t skipped: ${why}`);
+  // keepalived -t checks the interface: a throwaway namespace with a dummy eth0
+  const ns = createNetns("vrrpconf");
+  const dir = mkdtempSync(join(tmpdir(), "plbvrrp-conf-"));
+  try {
+    spawnSync("ip", ["-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1"]);
+    const conf = join(dir, "k.conf");
+    writeFileSync(conf, r.config);
+    const check = spawnSync("ip", ["netns", "exec", ns, "keepalived", "-t", "-f", conf], {
+      encoding: "utf8",
+    });
+    assert.equal(check.status, 0, `keepalived -t: ${check.stdout}${check.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    deleteNetns(ns);
+  }
+});
