@@ -285,7 +285,6 @@ export class LbController {
       previous: this.#current ?? { table: this.#o.table, sets: new Map(), chains: new Map() },
       forwardings,
       cache: this.#desiredCache,
-      dsr: this.#o.forward?.mode === "encap",
     });
   }
 

@@ -57,15 +57,6 @@ export interface DesiredInput {
   readonly previous: NftState;
   /** memo across passes: optional, never changes the result */
   readonly cache?: DesiredCache;
-  /**
-   * replies bypass this host (direct server return through encapsulation, issue 21): the
-   * `untrack` chain leaves a VIP's TCP SYN untracked, so the client's first ACK — after a
-   * SYN-ACK this host never sees — is picked up by conntrack as an established flow
-   * (nf_conntrack_tcp_loose, default 1) instead of being judged invalid against a SYN_SENT
-   * entry (nf_conntrack_proto_tcp.c: "sSS -> sIV ACK is invalid: we haven't seen a SYN/ACK
-   * yet"). Established flows then keep their node through table changes, as on one segment.
-   */
-  readonly dsr?: boolean;
 }
 
 export interface DesiredUpdate {
@@ -91,7 +82,6 @@ interface Base {
   readonly table: string;
   readonly seed: number;
   readonly zonesKey: string;
-  readonly dsr: boolean;
   readonly zoneSet: Map<string, string>;
   readonly services: Map<string, { forwarding: ServiceForwarding; part: ServicePart }>;
   readonly addresses: ReturnType<typeof createNodeAddressBook>;
@@ -119,7 +109,6 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     cached.output === input.previous &&
     cached.table === input.table &&
     cached.seed === input.seed &&
-    cached.dsr === (input.dsr ?? false) &&
     cached.zonesKey === zonesKey;
   const base = reuse ? cached : freshBase(input, zonesKey);
   if (reuse) {
@@ -225,7 +214,7 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
   for (const fam of FAMS) if (dispatchOut[fam].size > 0) dispatchTouched.add(fam);
   for (const fam of dispatchTouched) {
     putSet(base, dispatchSet(fam, base.dispatch[fam], input.previous), touchedSets);
-    if (base.dsr) putSet(base, dsrSet(fam, base.dispatch[fam], input.previous), touchedSets);
+    putSet(base, dsrSet(fam, base.dispatch[fam], input.previous), touchedSets);
   }
 
   const counters = new Set([...marks.counters, ...base.serviceCounters.keys()]);
@@ -291,19 +280,25 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
   }
   for (const fam of FAMS) sets.set(`dispatch${fam}`, dispatchSet(fam, new Map(), input.previous));
   const chains = new Map<string, NftChain>();
-  if (input.dsr) {
-    for (const fam of FAMS) sets.set(`dsr${fam}`, dsrSet(fam, new Map(), input.previous));
-    chains.set(
+  // Replies may bypass this host (direct server return: nodes answer clients directly, on a
+  // shared segment whose router is not the LB host as through encapsulation). Its conntrack
+  // then sees only the client's packets, and the client's first ACK after a SYN-ACK it never
+  // saw is an invalid transition against a SYN_SENT entry (nf_conntrack_proto_tcp.c,
+  // tcp_conntracks: ORIGINAL ack in sSS -> sIV), so no entry would ever carry the node's
+  // mark and every packet would be re-hashed on the current table. A VIP's TCP SYN is left
+  // untracked instead: the first ACK is picked up as an established flow
+  // (nf_conntrack_tcp_loose, default 1; picked-up flows are window-liberal) and pinned to
+  // the node its hash gives. Where replies do pass this host nothing changes: the SYN-ACK
+  // is not tracked either and the ACK starts the entry the same way.
+  for (const fam of FAMS) sets.set(`dsr${fam}`, dsrSet(fam, new Map(), input.previous));
+  chains.set(
+    "untrack",
+    chainOf(
       "untrack",
-      chainOf(
-        "untrack",
-        FAMS.map(
-          (fam) => `tcp flags & (syn | ack) == syn ${ipKey(fam)} daddr . tcp dport @dsr${fam} notrack`,
-        ),
-        UNTRACK_BASE,
-      ),
-    );
-  }
+      FAMS.map((fam) => `tcp flags & (syn | ack) == syn ${ipKey(fam)} daddr . tcp dport @dsr${fam} notrack`),
+      UNTRACK_BASE,
+    ),
+  );
   chains.set(
     "prerouting",
     chainOf(
@@ -318,7 +313,6 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
     table: input.table,
     seed: input.seed,
     zonesKey,
-    dsr: input.dsr ?? false,
     zoneSet,
     services: new Map(),
     addresses: createNodeAddressBook(),
