@@ -218,7 +218,13 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
             .sort(),
           [vip, local, vip6].sort(),
         );
-        const metrics = dashboard(h.ns, "/metrics");
+        // the engine's status reaches the metrics once a second (lb-nftables.ts): wait for it
+        let metrics = "";
+        for (let i = 0; i < 30; i++) {
+          metrics = dashboard(h.ns, "/metrics");
+          if (/passlb_bgp_speaker_state\{state="healthy"\} 1/.test(metrics)) break;
+          await sleep(100);
+        }
         assert.match(metrics, /passlb_bgp_speaker_state\{state="healthy"\} 1/);
         assert.match(metrics, /passlb_bfd_session_up\{peer="198.51.100.1"\} 1/);
         assert.match(metrics, /passlb_announce_vips\{engine="bird",state="held"\} 3/);
