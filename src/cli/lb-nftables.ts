@@ -20,6 +20,7 @@ import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
+import { createNftGenerationWatch } from "../dataplane/nft-generation.ts";
 import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
@@ -187,6 +188,14 @@ export async function runNftablesLb(
       return () => listeners.delete(listener);
     },
   };
+  // the kernel's nftables generation: a drift check lists the table only after a commit
+  const generations =
+    !flags.once && driftMs > 0 && !adapters.nft
+      ? createNftGenerationWatch({
+          onExit: (stderr) =>
+            io.stderr(`passlb lb: nft monitor exited (${stderr || "no message"}); restarting\n`),
+        })
+      : undefined;
   const controller = new LbController({
     table: flags.table,
     seed,
@@ -202,6 +211,7 @@ export async function runNftablesLb(
     ...(kube && { vipSource: "status" as const }),
     debounceMs: 5,
     driftCheckMs: flags.once ? 0 : driftMs,
+    ...(generations && { generations }),
     onEvent: log,
   });
   if (flags.claimNat) {
@@ -284,6 +294,7 @@ export async function runNftablesLb(
     await announce?.stop();
     await kube.source.close();
     await controller.stop();
+    generations?.close();
     await prober?.close();
     if (!flags.once) io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
     return code;
@@ -315,6 +326,7 @@ export async function runNftablesLb(
   if (flags.once) {
     const outcome = await controller.syncOnce();
     await controller.stop();
+    generations?.close();
     await prober?.close();
     if (outcome.kind !== "ok") {
       io.stderr(`passlb lb: sync failed: ${(outcome.cause as Error).message}\n`);
@@ -325,6 +337,7 @@ export async function runNftablesLb(
   }
   if (!(await beginAnnounce())) {
     await controller.stop();
+    generations?.close();
     await prober?.close();
     return 1;
   }
@@ -362,6 +375,7 @@ export async function runNftablesLb(
   if (counterTimer) clearInterval(counterTimer);
   await announce?.stop();
   await controller.stop();
+  generations?.close();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
   return 0;
@@ -381,7 +395,9 @@ function describe(e: LbEvent): string {
     case "adopted":
       return `adopted the existing table (${e.sets} sets/maps, ${e.chains} chains) without a flush`;
     case "drift":
-      return `kernel table drifted (${e.what}); full sync`;
+      return e.scope === "table"
+        ? `kernel table drifted (${e.what}); full sync`
+        : `policy routing drifted (${e.what}); installing the routes again`;
     case "routes_failed":
       return `policy routes not fully installed (retrying): ${(e.error as Error).message}`;
     case "kept_last_good":

@@ -8,13 +8,16 @@
  * - routeCommands (pure): `ip -batch` lines that take the rules at our preference from what
  *   exists to what is wanted (stale rules deleted and their tables flushed, missing rules
  *   added, every route replaced — idempotent);
- * - createPolicyRoutes (adapter): reads `ip -j rule show`, runs the batches.
+ * - createPolicyRoutes (adapter): reads `ip -j rule show`, runs the batches; `read` lists
+ *   the rules at our preference and the routes of given tables (`ip -j rule show`, one
+ *   `ip -j -batch` of `route show table T`) for the drift check (route-drift.ts compares).
  * Tunnelling for routed networks is a later step. Does not: touch rules at other
  * preferences, enable forwarding or change rp_filter (the host's setup; docs say which).
  */
 import { spawn } from "node:child_process";
 import { PasslbError } from "../errors.ts";
 import type { Fam, NftState } from "./render/nft-state.ts";
+import type { IpRouteRow, ObservedRouting } from "./route-drift.ts";
 
 export interface PolicyRoute {
   readonly family: Fam;
@@ -24,6 +27,9 @@ export interface PolicyRoute {
 
 export interface RouteApplier {
   sync(routes: readonly PolicyRoute[]): Promise<void>;
+  /** The rules at passlb's preference and the routes of these tables, as the kernel holds
+   * them (the drift check). Throws PasslbError `route_failed`. */
+  read(tables: readonly { readonly family: Fam; readonly table: number }[]): Promise<ObservedRouting>;
 }
 
 /** Rule preference of passlb's policy rules: before `main` (32766), after `local` (0). */
@@ -103,16 +109,40 @@ export function createPolicyRoutes(options: { netns?: string; pref?: number } = 
       child.stdin.on("error", () => {});
       child.stdin.end(input ?? "");
     });
+  const rulesOf = async (family: Fam): Promise<ExistingRule[]> => {
+    const listed = await run([`-${family}`, "-j", "rule", "show"]);
+    if (listed.error || listed.code !== 0)
+      throw new PasslbError("route_failed", `ip rule show failed: ${listed.error?.message ?? listed.stderr}`);
+    return parseRules(listed.stdout, pref);
+  };
   return {
-    async sync(routes) {
+    async read(tables) {
+      const rules: { family: Fam; mark: number; table: number }[] = [];
+      const out: { family: Fam; table: number; rows: IpRouteRow[] }[] = [];
       for (const family of [4, 6] as const) {
-        const listed = await run([`-${family}`, "-j", "rule", "show"]);
+        for (const r of await rulesOf(family)) rules.push({ family, ...r });
+        const mine = tables.filter((t) => t.family === family);
+        if (mine.length === 0) continue;
+        const input = mine.map((t) => `route show table ${t.table >>> 0}\n`).join("");
+        const listed = await run([`-${family}`, "-j", "-batch", "-"], input);
         if (listed.error || listed.code !== 0)
           throw new PasslbError(
             "route_failed",
-            `ip rule show failed: ${listed.error?.message ?? listed.stderr}`,
+            `ip route show (IPv${family}) failed: ${listed.error?.message ?? listed.stderr.trim()}`,
           );
-        const lines = routeCommands(family, parseRules(listed.stdout, pref), routes, pref);
+        const arrays = parseRouteBatch(listed.stdout);
+        if (arrays.length !== mine.length)
+          throw new PasslbError(
+            "route_failed",
+            `ip route show (IPv${family}): ${arrays.length} answers for ${mine.length} tables`,
+          );
+        for (const [i, t] of mine.entries()) out.push({ family, table: t.table, rows: arrays[i]! });
+      }
+      return { rules, tables: out };
+    },
+    async sync(routes) {
+      for (const family of [4, 6] as const) {
+        const lines = routeCommands(family, await rulesOf(family), routes, pref);
         if (lines.length === 0) continue;
         const r = await run([`-${family}`, "-force", "-batch", "-"], `${lines.join("\n")}\n`);
         if (r.code !== 0)
@@ -126,6 +156,14 @@ export function createPolicyRoutes(options: { netns?: string; pref?: number } = 
       }
     },
   };
+}
+
+/** `ip -j -batch` of `route show table T` lines: one JSON array per line, in order. */
+export function parseRouteBatch(stdout: string): IpRouteRow[][] {
+  return stdout
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as IpRouteRow[]);
 }
 
 /** Same routes in the same order. */
