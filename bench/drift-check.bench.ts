@@ -109,7 +109,12 @@ for (const services of SIZES)
       if (out.kind !== "ok") throw new Error(`sync failed: ${String(out.kind === "retry" && out.cause)}`);
       for (let i = 0; i < 500 && generations.token() === undefined; i++)
         await new Promise((r) => setTimeout(r, 10));
-      await new Promise((r) => setTimeout(r, 500)); // the monitor drains the sync's lines
+      // the monitor prints every element of the sync: wait until it has drained them
+      for (let last = generations.token(), i = 0; i < 60; i++) {
+        await new Promise((r) => setTimeout(r, 500));
+        if (generations.token() === last) break;
+        last = generations.token();
+      }
       const monitorCpu = pid ? cpuMs(pid) - cpu0 : Number.NaN;
       const current = c.current!;
       const elements = [...current.sets.values()].reduce((n, s) => n + s.elements.size, 0);
@@ -142,9 +147,11 @@ for (const services of SIZES)
       const commits: number[] = [];
       for (let i = 0; i < CHECKS; i++) {
         const before = generations.token();
-        await nft.apply("flush set inet plbother s\n");
-        for (let k = 0; k < 500 && generations.token() === before; k++)
+        // a commit that changes something (an empty one bumps no generation)
+        await nft.apply(`flush set inet plbother s\nadd element inet plbother s { ${i + 1} }\n`);
+        for (let k = 0; k < 2500 && generations.token() === before; k++)
           await new Promise((r) => setTimeout(r, 2));
+        if (generations.token() === before) throw new Error("the monitor did not see the commit within 5 s");
         const t = performance.now();
         if (await c.checkDrift()) throw new Error("unexpected drift");
         commits.push(performance.now() - t);
