@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   nft_failed: "nft refused a ruleset transaction",
   nft_unavailable: "the nft command or the kernel's nf_tables is not available",
   route_failed: "ip refused a policy-routing update (rule or route for a node mark)",
+  conntrack_sysctl_failed: "the kernel's conntrack sizes could not be read or nf_conntrack_max set",
   api_unreachable: "the Kubernetes API server could not be reached",
   api_config_invalid: "the kubeconfig or in-cluster configuration could not be loaded",
   api_request_failed: "the Kubernetes API server answered a request with an error status",

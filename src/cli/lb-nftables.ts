@@ -18,6 +18,8 @@ import { lbPeersFromNodes } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
+import { conntrackSizing } from "../dataplane/conntrack-sizing.ts";
+import { type ConntrackSysctl, createConntrackSysctl } from "../dataplane/conntrack-sysctl.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
 import { createNftGenerationWatch } from "../dataplane/nft-generation.ts";
@@ -59,6 +61,7 @@ export interface NftLbFlags extends AnnounceFlags {
   pollMs: string;
   driftCheckMs: string;
   countersMs?: string;
+  conntrackMax?: string;
 }
 
 /** Adds the nftables flags to `passlb lb`. */
@@ -86,6 +89,10 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "--counters-ms <ms>",
       "nftables: how often to read the per-node counters into metrics (0: never)",
       "10000",
+    )
+    .option(
+      "--conntrack-max <n>",
+      "nftables: set the host's nf_conntrack_max at start (keep it ≥ nf_conntrack_buckets; checked and warned about either way)",
     );
   addAnnounceOptions(command);
 }
@@ -96,8 +103,8 @@ export async function runNftablesLb(
   shutdownSignal: () => AbortSignal,
   obs?: Observability,
   kube?: KubeLbRun,
-  /** tests: a fake applier instead of the `nft` command */
-  adapters: { readonly nft?: NftApplier } = {},
+  /** tests: a fake applier instead of the `nft` command, fake conntrack sysctls */
+  adapters: { readonly nft?: NftApplier; readonly conntrack?: ConntrackSysctl } = {},
 ): Promise<number> {
   const paths = [...flags.filename, ...flags.manifests];
   const seed = Number(flags.seed);
@@ -119,6 +126,10 @@ export async function runNftablesLb(
   if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
     return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
 
+  const conntrackMax = flags.conntrackMax === undefined ? undefined : Number(flags.conntrackMax);
+  if (conntrackMax !== undefined && !(Number.isSafeInteger(conntrackMax) && conntrackMax >= 1))
+    return usage(io, `--conntrack-max must be a positive integer, got ${flags.conntrackMax}`);
+
   const announceWith = announceConfig(flags);
   if (typeof announceWith === "string") return usage(io, announceWith);
 
@@ -132,6 +143,38 @@ export async function runNftablesLb(
     );
     return 1;
   }
+  // conntrack sizing (issue 16): checked at start; nf_conntrack may load only with our
+  // table (its `ct mark` rules), so then once more after the first sync
+  const conntrack = adapters.conntrack ?? createConntrackSysctl();
+  const sizeConntrack = async (): Promise<"ok" | "not_loaded" | "failed"> => {
+    let observed: Awaited<ReturnType<ConntrackSysctl["read"]>>;
+    try {
+      observed = await conntrack.read();
+    } catch (e) {
+      io.stderr(`passlb lb: warning: ${(e as Error).message}\n`);
+      return conntrackMax === undefined ? "ok" : "failed";
+    }
+    if (!observed) return "not_loaded";
+    const plan = conntrackSizing(observed, conntrackMax);
+    if (plan.write !== undefined) {
+      try {
+        await conntrack.writeMax(plan.write);
+        io.stderr(`passlb lb: nf_conntrack_max set to ${plan.write} (was ${observed.max})\n`);
+      } catch (e) {
+        io.stderr(`error: --conntrack-max: ${(e as Error).message}\n`);
+        return "failed";
+      }
+    }
+    for (const f of plan.findings) {
+      io.stderr(`passlb lb: ${f.severity} ${f.code}: ${f.message}\n`);
+      if (f.severity === "warning")
+        obs?.observer.note({ event: f.code, severity: "warning", message: f.message });
+    }
+    return "ok";
+  };
+  const sized = await sizeConntrack();
+  if (sized === "failed") return 1;
+
   /** first change (input read, health) not yet in the kernel: the programming latency starts there */
   let pendingSince: number | undefined;
   const changed = () => {
@@ -142,6 +185,13 @@ export async function runNftablesLb(
   const firstSync = new Promise<void>((r) => {
     synced = r;
   });
+  if (sized === "not_loaded")
+    void firstSync.then(async () => {
+      if ((await sizeConntrack()) === "not_loaded")
+        io.stderr(
+          "passlb lb: info conntrack_not_loaded: nf_conntrack is not loaded; its sizes were not checked\n",
+        );
+    });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
     if (e.kind === "synced") synced();
