@@ -49,7 +49,20 @@ export function parseDocuments(
       problems.push({ source, index, message: `not valid YAML/JSON${where}: ${reason}` });
       continue;
     }
-    push(documents, source, index, doc.toJS({ maxAliasCount: 100 }));
+    // toJS throws on input, not on a bug: aliases expanding past maxAliasCount (the yaml
+    // library's guard against billion-laughs documents, `ToJSOptions.maxAliasCount`), an
+    // alias to an anchor defined later. The document is a problem; the others are kept.
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (e) {
+      const reason = /alias count/i.test((e as Error).message)
+        ? "YAML aliases expand too far (more than 100 alias uses: a resource exhaustion attack?)"
+        : firstLine((e as Error).message);
+      problems.push({ source, index, message: `not valid YAML/JSON: ${reason}` });
+      continue;
+    }
+    push(documents, source, index, value);
   }
   return { documents, problems };
 }
