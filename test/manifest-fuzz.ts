@@ -433,7 +433,11 @@ export async function runPipeline(text: string, table = "passlb"): Promise<Pipel
   };
 }
 
-const PLAIN = /^[A-Za-z0-9_.\-/]*$/;
+/** characters that would change an nft script's structure if a name carried them in:
+ * quotes, line breaks, statement and block separators, comments, NUL, backslash, non-ASCII
+ * (a name made only of characters the renderer itself writes, like `@dispatch4`, may occur
+ * in a script by coincidence and proves nothing) */
+const structural = (name: string): boolean => name.includes("\u0000") || /["'\n\r;{}#$\\]|[^ -~]/.test(name);
 
 /** Escaping: what is wrong with a rendered script, given the input names (empty: fine). */
 export function scriptProblems(script: string, names: readonly string[]): string[] {
@@ -444,7 +448,7 @@ export function scriptProblems(script: string, names: readonly string[]): string
   for (const m of script.matchAll(/"[^"\n]*"?/g))
     if (!/^"passlb [0-9a-f]{8}"$/.test(m[0])) out.push(`unexpected quoted text ${JSON.stringify(m[0])}`);
   for (const name of new Set(names))
-    if (name.length >= 2 && !PLAIN.test(name) && script.includes(name))
+    if (name.length >= 2 && structural(name) && script.includes(name))
       out.push(`input name ${JSON.stringify(name)} reached the script unescaped`);
   return out;
 }
