@@ -15,6 +15,7 @@
  * when the test ends, pass or fail.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { labUnavailable, sleep, startLab } from "./lab-harness.ts";
 
@@ -48,8 +49,38 @@ test("faults on the LB host under load: drift repaired within one interval, rest
   const nftLb = (...args: string[]) => lab.exec("lb", ["nft", ...args]);
   const ipLb = (...args: string[]) => lab.exec("lb", ["ip", ...args]);
 
-  /** Runs both clients for `ms`, applies `fault` 2 s in, and returns what they saw. */
+  /** Both VIPs answer (the previous case's repair, the prober, the agents have settled). */
+  async function serving(): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const a = await lab.client("client-a", [
+        "--target",
+        `${cluster}:81`,
+        "--count",
+        "30",
+        "--timeout",
+        "1000",
+      ]);
+      const b = await lab.client("client-b", [
+        "--target",
+        `${local}:80`,
+        "--count",
+        "30",
+        "--timeout",
+        "1000",
+      ]);
+      if (a.failed === 0 && b.failed === 0) return;
+      assert.ok(
+        Date.now() < deadline,
+        `the VIPs do not serve before the fault: ${JSON.stringify([a.errors, b.errors])}`,
+      );
+      await sleep(500);
+    }
+  }
+
+  /** Runs both clients for `ms`, applies `fault` 2.5 s in, and returns what they saw. */
   async function underLoad(ms: number, fault: () => Promise<void> | void) {
+    await serving();
     const stream = lab.client("client-a", [
       "--mode",
       "stream",
@@ -89,6 +120,16 @@ test("faults on the LB host under load: drift repaired within one interval, rest
     return { s, h, faultAt, before, failed, lastFailed, broken, errors };
   }
 
+  /** the LB's log lines since a byte offset that tell what repaired what */
+  const lbLog = () => readFileSync(lab.state.processes.find((p) => p.role === "lb")!.log, "utf8");
+  const repairs = (from: number) =>
+    lbLog()
+      .slice(from)
+      .split("\n")
+      .filter((l) => /drift|full sync|sync failed|routes/.test(l))
+      .slice(0, 6)
+      .join(" | ");
+
   const tableHandle = () =>
     (
       JSON.parse(nftLb("-j", "list", "tables")).nftables as { table?: { name: string; handle: number } }[]
@@ -124,21 +165,23 @@ test("faults on the LB host under load: drift repaired within one interval, rest
   ];
   for (const [what, fault] of kernelFaults)
     await t.test(`${what}: restored within one drift interval`, async (st) => {
+      const logFrom = lbLog().length;
       const r = await underLoad(DRIFT_MS + 6000, fault);
+      st.diagnostic(`${what}: the LB: ${repairs(logFrom)}`);
       st.diagnostic(
         `${what}: ${r.failed.length} of ${r.s.events.length} new connections failed (${JSON.stringify(r.errors)}), the last one started ${r.lastFailed ?? "-"} ms after the fault; ${r.broken.length} of ${r.h.connections.length} long-lived connections stalled > 2 s or broke (${JSON.stringify(r.broken.map((c) => c.error))})`,
       );
-      assert.ok(
-        r.before.length > 50 && r.before.every((e) => e.ok),
-        `${what}: the VIP served before the fault`,
-      );
+      const failedBefore = r.before.filter((e) => !e.ok);
+      assert.ok(r.before.length >= 20, `${what}: only ${r.before.length} connections before the fault`);
+      assert.deepEqual(failedBefore, [], `${what}: connections failed before the fault`);
       assert.ok(r.failed.length > 0, `${what}: the fault had no effect (the test would prove nothing)`);
-      assert.ok(
-        r.lastFailed! <= BOUND_MS,
-        `${what}: new connections still failed ${r.lastFailed} ms after the fault (bound ${BOUND_MS} ms)`,
-      );
       const after = r.s.events.filter((e) => r.s.started + e.t > r.faultAt + BOUND_MS);
-      assert.ok(after.length > 100 && after.every((e) => e.ok), `${what}: served again after the bound`);
+      assert.ok(after.length > 100, `${what}: only ${after.length} connections after the bound`);
+      assert.deepEqual(
+        after.filter((e) => !e.ok).map((e) => ({ ...e, sinceFault: r.s.started + e.t - r.faultAt })),
+        [],
+        `${what}: new connections still failed later than the bound (${BOUND_MS} ms after the fault)`,
+      );
     });
 
   await t.test(
