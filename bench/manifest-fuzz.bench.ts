@@ -28,6 +28,7 @@ const BATCH = 400;
 const skip = kernelSkipReason();
 const ns = skip ? undefined : createNetns("fzb");
 process.on("exit", () => ns && deleteNetns(ns));
+for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => process.exit(130));
 
 const pct = (xs: Float64Array, p: number) => xs[Math.max(0, Math.ceil(xs.length * p) - 1)]!;
 const kinds: Record<string, number> = {};
@@ -60,6 +61,30 @@ const flush = (force: boolean) => {
   }
   checkMs += performance.now() - t;
 };
+/** the figures so far (printed every 10,000 inputs, so a cut-short run still has them) */
+function report(): void {
+  const wall = (performance.now() - started) / 1000;
+  const done = times.slice(0, n).sort();
+  const parsed = parseTimes.slice(0, n).sort();
+  const med = pct(done, 0.5);
+  const pmed = pct(parsed, 0.5);
+  console.log(`
+| figure | value |
+| --- | --- |
+| inputs | ${n} (${Object.entries(kinds)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ")}) |
+| crashes (an exception out of the pipeline) | ${crashes.length} |
+| inputs over ${BOUND_MS} ms | ${over} |
+| time per input: p50 / p99 / max | ${med.toFixed(2)} / ${pct(done, 0.99).toFixed(1)} / ${done[n - 1]!.toFixed(0)} ms |
+| baseline, parsing alone: p50 / p99 / max | ${pmed.toFixed(2)} / ${pct(parsed, 0.99).toFixed(1)} / ${parsed[n - 1]!.toFixed(0)} ms (pipeline p50 = ${(med / pmed).toFixed(1)}× parsing) |
+| scripts with escaping problems | ${escapes.length} |
+| distinct scripts given to nft --check | ${ns ? checked : "not run"} |
+| refused by nft --check | ${ns ? refused.length : "not run"} |
+| wall time (pipeline; nft --check) | ${(wall - checkMs / 1000).toFixed(0)} s; ${(checkMs / 1000).toFixed(0)} s |
+`);
+}
+
 const fresh = (script: string) => {
   const h = createHash("sha1").update(script).digest("base64");
   if (seen.has(h)) return false;
@@ -117,29 +142,13 @@ for (const { kind, text } of inputs()) {
   }
   n++;
   flush(false);
-  if (n % 10_000 === 0) console.log(`  ${n} inputs, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  if (n % 10_000 === 0) {
+    flush(true);
+    report();
+  }
 }
 flush(true);
-const wall = (performance.now() - started) / 1000;
-times.sort();
-parseTimes.sort();
-const med = pct(times, 0.5);
-const pmed = pct(parseTimes, 0.5);
-console.log(`
-| figure | value |
-| --- | --- |
-| inputs | ${n} (${Object.entries(kinds)
-  .map(([k, v]) => `${k} ${v}`)
-  .join(", ")}) |
-| crashes (an exception out of the pipeline) | ${crashes.length} |
-| inputs over ${BOUND_MS} ms | ${over} |
-| time per input: p50 / p99 / max | ${med.toFixed(2)} / ${pct(times, 0.99).toFixed(1)} / ${times[n - 1]!.toFixed(0)} ms |
-| baseline, parsing alone: p50 / p99 / max | ${pmed.toFixed(2)} / ${pct(parseTimes, 0.99).toFixed(1)} / ${parseTimes[n - 1]!.toFixed(0)} ms (pipeline p50 = ${(med / pmed).toFixed(1)}× parsing) |
-| scripts with escaping problems | ${escapes.length} |
-| distinct scripts given to nft --check | ${ns ? checked : "not run"} |
-| refused by nft --check | ${ns ? refused.length : "not run"} |
-| wall time (pipeline; nft --check) | ${(wall - checkMs / 1000).toFixed(0)} s; ${(checkMs / 1000).toFixed(0)} s |
-`);
+report();
 for (const c of crashes.slice(0, 5)) console.log(`crash: ${c}`);
 for (const e of escapes.slice(0, 5)) console.log(`escape: ${e}`);
 for (const r of refused.slice(0, 5)) console.log(`refused: ${r}`);

@@ -28,7 +28,7 @@ import { decodeDocuments } from "../src/k8s/decode.ts";
 import { parseDocuments } from "../src/k8s/documents.ts";
 import type { Snapshot } from "../src/k8s/snapshot.ts";
 import { renderPlansText } from "../src/plan/plan-text.ts";
-import { planSnapshot } from "../src/plan/planner.ts";
+import { createPlanCache, planSnapshot } from "../src/plan/planner.ts";
 
 // ---------------------------------------------------------------- generators
 
@@ -409,8 +409,9 @@ export async function runPipeline(text: string, table = "passlb"): Promise<Pipel
   if (outcome.kind === "failed") throw outcome.cause;
   if (outcome.kind === "retry") throw outcome.cause;
   await c.stop();
+  const plans = createPlanCache(); // as the agent keeps one: each node's rules from the same plans
   const agentScripts = snapshot.nodes.map((n) =>
-    agentRuleset(agentRulesFromSnapshot(snapshot, n.metadata.name ?? "")),
+    agentRuleset(agentRulesFromSnapshot(snapshot, n.metadata.name ?? "", plans)),
   );
   const names = [
     ...snapshot.services.flatMap((s) => [
