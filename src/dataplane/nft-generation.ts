@@ -11,7 +11,8 @@
  * - createNftGenerationWatch (adapter): one long-running `nft monitor` child; `token()` is
  *   undefined until the monitor has printed its first generation (before that, a commit
  *   may have happened before it subscribed) and again whenever it has exited (restarted
- *   after `restartMs`): undefined means "unknown, compare everything".
+ *   after `restartMs`, doubling up to 30 s while it keeps exiting without printing a
+ *   generation): undefined means "unknown, compare everything".
  * Does not: compare tables (nft-drift.ts) or decide when to look (lb-controller.ts).
  */
 import { spawn } from "node:child_process";
@@ -37,6 +38,7 @@ export function createNftGenerationWatch(
   let closed = false;
   let child: ReturnType<typeof spawn> | undefined;
   let restart: NodeJS.Timeout | undefined;
+  let delay = options.restartMs ?? 1000;
   const start = () => {
     epoch++;
     generation = undefined;
@@ -51,7 +53,9 @@ export function createNftGenerationWatch(
     });
     createInterface({ input: c.stdout! }).on("line", (line) => {
       const g = generationOf(line);
-      if (g !== undefined && child === c) generation = g;
+      if (g === undefined || child !== c) return;
+      generation = g;
+      delay = options.restartMs ?? 1000; // it works: the next restart is quick again
     });
     c.on("error", () => {}); // no nft: 'close' follows, the token stays unknown
     c.on("close", () => {
@@ -60,7 +64,8 @@ export function createNftGenerationWatch(
       generation = undefined;
       if (closed) return;
       options.onExit?.(stderr.trim());
-      restart = setTimeout(start, options.restartMs ?? 1000);
+      restart = setTimeout(start, delay);
+      delay = Math.min(30_000, delay * 2);
       restart.unref();
     });
     c.unref();
