@@ -71,3 +71,20 @@ test("billion-laughs YAML is a problem naming the file and document, not an exce
   assert.equal(r.problems[0]!.index, 2);
   assert.match(r.problems[0]!.message, /alias/);
 });
+
+test("YAML nested 2,000 deep is a problem, and parsing it again does not end the process", () => {
+  // found by the fuzzer: the second parse of such a text died in V8 ("RegExpCompiler
+  // Allocation failed - process out of memory"), which no try/catch can stop
+  for (const text of [`${"- ".repeat(2000)}x\n`, `${"[".repeat(2000)}x${"]".repeat(2000)}\n# yaml\n`])
+    for (let i = 0; i < 3; i++) {
+      const r = parseDocuments("deep.yaml", text);
+      assert.deepEqual(r.documents, []);
+      assert.match(
+        r.problems[0]?.message ?? "",
+        /nested about \d+ levels deep \(more than 200\); not parsed/,
+      );
+    }
+  // an ordinary manifest is far below the bound
+  const ok = parseDocuments("ok.yaml", "a:\n  b:\n    - c: [1, {d: e}]\n      f: 'x [ y'\n");
+  assert.deepEqual(ok.problems, []);
+});
