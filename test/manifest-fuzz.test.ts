@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
+import { decodeDocuments } from "../src/k8s/decode.ts";
 import { parseDocuments } from "../src/k8s/documents.ts";
 import { manifestText, nftCheckAll, runPipeline, scriptProblems } from "./manifest-fuzz.ts";
 import { kernelSkipReason, withNetns } from "./netns.ts";
@@ -87,4 +88,13 @@ test("YAML nested 2,000 deep is a problem, and parsing it again does not end the
   // an ordinary manifest is far below the bound
   const ok = parseDocuments("ok.yaml", "a:\n  b:\n    - c: [1, {d: e}]\n      f: 'x [ y'\n");
   assert.deepEqual(ok.problems, []);
+});
+
+test("a kind that is an inherited object key (__proto__, constructor, toString) is skipped, not a crash", () => {
+  for (const kind of ["__proto__", "constructor", "toString", "hasOwnProperty"]) {
+    const text = JSON.stringify({ apiVersion: "v1", kind, metadata: { name: "x" } });
+    const r = decodeDocuments(parseDocuments("odd.json", text).documents);
+    assert.deepEqual(r.problems, [], kind);
+    assert.match(r.notices.join("\n"), /passlb does not read this kind/, kind);
+  }
 });
