@@ -22,10 +22,8 @@ import type { HealthState } from "../src/dataplane/forwarding-state.ts";
 import { LbController } from "../src/dataplane/lb-controller.ts";
 import { createNftApplier } from "../src/dataplane/nft-applier.ts";
 import { kernelTableSize } from "../src/dataplane/render/kernel-table-size.ts";
-import type { EndpointSlice, Node, Service } from "../src/k8s/objects.ts";
-import { DEFAULT_CONFIG, type Snapshot } from "../src/k8s/snapshot.ts";
-import { seededRandom } from "../src/net/seeded-random.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../test/netns.ts";
+import { benchCluster } from "./nft-bench-cluster.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -48,72 +46,8 @@ const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length * p) - 1)]!;
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
-function makeSnapshot(local: boolean): Snapshot {
-  const rand = seededRandom(7);
-  const nodes: Node[] = Array.from({ length: NODES }, (_, i) => ({
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: { name: `node-${i}`, labels: { "topology.kubernetes.io/zone": `zone-${i % 3}` } },
-    spec: {},
-    status: {
-      addresses: [{ type: "InternalIP", address: `fd00:1::${(i + 1).toString(16)}` }],
-      conditions: [{ type: "Ready", status: "True" }],
-    },
-  }));
-  const services: Service[] = [];
-  const endpointSlices: EndpointSlice[] = [];
-  let pod = 0;
-  for (let s = 0; s < SERVICES; s++) {
-    const name = `svc-${s}`;
-    services.push({
-      apiVersion: "v1",
-      kind: "Service",
-      metadata: {
-        name,
-        namespace: "bench",
-        ...(local && { annotations: { "networking.gke.io/weighted-load-balancing": "pods-per-node" } }),
-      },
-      spec: {
-        type: "LoadBalancer",
-        ipFamilies: ["IPv6"],
-        externalTrafficPolicy: local ? "Local" : "Cluster",
-        ...(local && { healthCheckNodePort: 30000 + s }),
-        ports: [{ name: "http", port: 80, protocol: "TCP", targetPort: 8080 }],
-      },
-    });
-    const endpoints = [];
-    for (let k = 0; k < LOCAL_NODES; k++) {
-      const node = `node-${Math.floor(rand() * NODES)}`;
-      for (let p = 0; p < 1 + Math.floor(rand() * 3); p++)
-        endpoints.push({
-          addresses: [`fd00:2::${(++pod).toString(16)}`],
-          conditions: { ready: true, serving: true, terminating: false },
-          nodeName: node,
-        });
-    }
-    endpointSlices.push({
-      apiVersion: "discovery.k8s.io/v1",
-      kind: "EndpointSlice",
-      metadata: { name: `${name}-1`, namespace: "bench", labels: { "kubernetes.io/service-name": name } },
-      addressType: "IPv6",
-      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
-      endpoints,
-    });
-  }
-  return {
-    services,
-    nodes,
-    pods: [],
-    endpointSlices,
-    endpoints: [],
-    namespaces: [],
-    config: {
-      ...DEFAULT_CONFIG,
-      defaultClass: true,
-      pools: [{ name: "bench", addresses: ["fd00:10::/112"], autoAssign: true, avoidBuggyIPs: false }],
-    },
-  };
-}
+const makeSnapshot = (local: boolean) =>
+  benchCluster({ services: SERVICES, nodes: NODES, localNodes: LOCAL_NODES, local });
 
 // `--write-manifests DIR [--local]`: write the generated cluster as JSON manifests (for
 // measuring `passlb lb --once` itself with /usr/bin/time) and stop.

@@ -13,7 +13,9 @@ import { FakeNftApplier } from "../src/dataplane/fake-nft-applier.ts";
 import type { HealthState } from "../src/dataplane/forwarding-state.ts";
 import { LbController } from "../src/dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../src/dataplane/nft-applier.ts";
+import { createNftGenerationWatch } from "../src/dataplane/nft-generation.ts";
 import { createPolicyRoutes, RULE_PREF } from "../src/dataplane/policy-routes.ts";
+import { expectedRouting, routingDrift } from "../src/dataplane/route-drift.ts";
 import { PasslbError } from "../src/errors.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { kernelSkipReason, withNetns } from "./netns.ts";
@@ -96,7 +98,13 @@ async function contract(make: () => NftApplier) {
   const healed = await c.syncOnce();
   assert.equal(healed.kind === "ok" && healed.mode, "full");
   assertSameTable(await nft.dump("passlb"), c.current!);
-  assert.equal(await c.checkDrift(true), undefined);
+  assert.equal(await c.checkDrift(), undefined);
+  // drift: someone flushes one map (every new connection to a VIP fails) → the next check
+  await nft.inner.apply("flush map inet passlb dispatch4\n");
+  assert.match((await c.checkDrift()) ?? "", /^set dispatch4 has 0 elements, not \d+$/);
+  assert.equal((await c.syncOnce()).kind, "ok");
+  assertSameTable(await nft.dump("passlb"), c.current!);
+  assert.equal(await c.checkDrift(), undefined);
   await c.stop();
   // adoption: a new controller sends nothing for the same input, then only updates
   const before = nft.scripts.length;
@@ -172,6 +180,46 @@ test("policy routes: rules and routes per node mark; stale ones removed", async 
       0,
     );
     assert.equal(ip("-4", "route", "show", "table", String(b.mark)).trim(), "");
+    // read back for the drift check: as installed, then someone deletes a rule and a table
+    await routes.sync([a, b, c]);
+    const want = expectedRouting([a, b, c]);
+    assert.equal(routingDrift(want, await routes.read(want.tables)), undefined);
+    ip("-4", "rule", "del", "pref", String(RULE_PREF), "fwmark", `0x${b.mark.toString(16)}`);
+    assert.equal(
+      routingDrift(want, await routes.read(want.tables)),
+      `policy rule missing (ipv4 rule fwmark 0x${b.mark.toString(16)} table ${b.mark})`,
+    );
+    await routes.sync([a, b, c]);
+    ip("-6", "route", "flush", "table", String(c.mark));
+    assert.match(routingDrift(want, await routes.read(want.tables)) ?? "", /^route missing \(ipv6 table/);
+    await routes.sync([a, b, c]);
+    assert.equal(routingDrift(want, await routes.read(want.tables)), undefined);
+  });
+});
+
+test("nft generation watch: unknown until the monitor has seen a commit, then moves with each", async (t) => {
+  if (skip) return t.skip(skip);
+  await withNetns("gen", async (ns) => {
+    const watch = createNftGenerationWatch({ netns: ns, restartMs: 50 });
+    t.after(() => watch.close());
+    const nft = createNftApplier({ netns: ns });
+    assert.equal(watch.token(), undefined);
+    const until = async (ok: () => boolean) => {
+      for (let i = 0; i < 200 && !ok(); i++) {
+        await nft.apply(
+          `add table inet plbgen\nadd set inet plbgen s { type mark; }\nflush set inet plbgen s\nadd element inet plbgen s { ${i + 1} }\n`,
+        );
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    await until(() => watch.token() !== undefined); // the monitor subscribes a moment after its start
+    const first = watch.token()!;
+    await nft.apply("flush set inet plbgen s\n");
+    for (let i = 0; i < 200 && watch.token() === first; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.notEqual(watch.token(), first, "a flush by hand moves the generation");
+    const second = watch.token();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(watch.token(), second, "no commit, no change");
   });
 });
 

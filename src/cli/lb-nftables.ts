@@ -27,10 +27,13 @@ import { lbPeersFromNodes, type PeerLabel } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
+import { conntrackSizing } from "../dataplane/conntrack-sizing.ts";
+import { type ConntrackSysctl, createConntrackSysctl } from "../dataplane/conntrack-sysctl.ts";
 import { conntrackTool } from "../dataplane/conntrack-tool.ts";
 import { describePath, forwardFromFlags } from "../dataplane/encap.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
+import { createNftGenerationWatch } from "../dataplane/nft-generation.ts";
 import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
 import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
@@ -76,6 +79,7 @@ export interface NftLbFlags extends AnnounceFlags, BgpFlags {
   encapPort?: string;
   encapMtu?: string;
   direct?: string[];
+  conntrackMax?: string;
 }
 
 /** Adds the nftables flags to `passlb lb`. */
@@ -117,6 +121,10 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "--counters-ms <ms>",
       "nftables: how often to read the per-node counters into metrics (0: never)",
       "10000",
+    )
+    .option(
+      "--conntrack-max <n>",
+      "nftables: set the host's nf_conntrack_max at start (keep it ≥ nf_conntrack_buckets; checked and warned about either way)",
     );
   addAnnounceOptions(command);
   addBgpOptions(command);
@@ -128,10 +136,11 @@ export async function runNftablesLb(
   shutdownSignal: () => AbortSignal,
   obs?: Observability,
   kube?: KubeLbRun,
-  /** tests: a fake applier instead of the `nft` command, a fake announcement engine */
+  /** tests: a fake applier instead of the `nft` command, a fake announcement engine, fake conntrack sysctls */
   adapters: {
     readonly nft?: NftApplier;
     readonly announcer?: (peers: PeerAddresses, onEvent: (e: AnnouncerEvent) => void) => Announcer;
+    readonly conntrack?: ConntrackSysctl;
   } = {},
 ): Promise<number> {
   const paths = [...flags.filename, ...flags.manifests];
@@ -153,6 +162,10 @@ export async function runNftablesLb(
   }
   if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
     return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
+
+  const conntrackMax = flags.conntrackMax === undefined ? undefined : Number(flags.conntrackMax);
+  if (conntrackMax !== undefined && !(Number.isSafeInteger(conntrackMax) && conntrackMax >= 1))
+    return usage(io, `--conntrack-max must be a positive integer, got ${flags.conntrackMax}`);
 
   const forward = forwardFromFlags(flags);
   if (typeof forward === "string") return usage(io, forward);
@@ -181,6 +194,38 @@ export async function runNftablesLb(
   let lastNodes: Snapshot["nodes"] = [];
   let syncs = 0;
   let pushAnnounce: () => void = () => {};
+  // conntrack sizing (issue 16): checked at start; nf_conntrack may load only with our
+  // table (its `ct mark` rules), so then once more after the first sync
+  const conntrack = adapters.conntrack ?? createConntrackSysctl();
+  const sizeConntrack = async (): Promise<"ok" | "not_loaded" | "failed"> => {
+    let observed: Awaited<ReturnType<ConntrackSysctl["read"]>>;
+    try {
+      observed = await conntrack.read();
+    } catch (e) {
+      io.stderr(`passlb lb: warning: ${(e as Error).message}\n`);
+      return conntrackMax === undefined ? "ok" : "failed";
+    }
+    if (!observed) return "not_loaded";
+    const plan = conntrackSizing(observed, conntrackMax);
+    if (plan.write !== undefined) {
+      try {
+        await conntrack.writeMax(plan.write);
+        io.stderr(`passlb lb: nf_conntrack_max set to ${plan.write} (was ${observed.max})\n`);
+      } catch (e) {
+        io.stderr(`error: --conntrack-max: ${(e as Error).message}\n`);
+        return "failed";
+      }
+    }
+    for (const f of plan.findings) {
+      io.stderr(`passlb lb: ${f.severity} ${f.code}: ${f.message}\n`);
+      if (f.severity === "warning")
+        obs?.observer.note({ event: f.code, severity: "warning", message: f.message });
+    }
+    return "ok";
+  };
+  const sized = await sizeConntrack();
+  if (sized === "failed") return 1;
+
   /** first change (input read, health) not yet in the kernel: the programming latency starts there */
   let pendingSince: number | undefined;
   const changed = () => {
@@ -191,6 +236,13 @@ export async function runNftablesLb(
   const firstSync = new Promise<void>((r) => {
     synced = r;
   });
+  if (sized === "not_loaded")
+    void firstSync.then(async () => {
+      if ((await sizeConntrack()) === "not_loaded")
+        io.stderr(
+          "passlb lb: info conntrack_not_loaded: nf_conntrack is not loaded; its sizes were not checked\n",
+        );
+    });
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
     if (e.kind === "kept_last_good") passKept.add(e.service);
@@ -254,6 +306,14 @@ export async function runNftablesLb(
       `passlb lb: forwarding: ${describePath(forward, "encap")} (mtu ${forward.encap.mtu}); routed directly: ${forward.direct.map(formatCidr).join(", ") || "none"}\n`,
     );
   obs?.observer.forwardMode(forward);
+  // the kernel's nftables generation: a drift check lists the table only after a commit
+  const generations =
+    !flags.once && driftMs > 0 && !adapters.nft
+      ? createNftGenerationWatch({
+          onExit: (stderr) =>
+            io.stderr(`passlb lb: nft monitor exited (${stderr || "no message"}); restarting\n`),
+        })
+      : undefined;
   const controller = new LbController({
     table: flags.table,
     seed,
@@ -270,6 +330,7 @@ export async function runNftablesLb(
     ...(kube && { vipSource: "status" as const }),
     debounceMs: 5,
     driftCheckMs: flags.once ? 0 : driftMs,
+    ...(generations && { generations }),
     onEvent: log,
     conntrack: conntrackTool(),
   });
@@ -396,6 +457,7 @@ export async function runNftablesLb(
     await announce?.stop({ graceful: true });
     await kube.source.close();
     await controller.stop();
+    generations?.close();
     await prober?.close();
     if (!flags.once) io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
     return code;
@@ -427,6 +489,7 @@ export async function runNftablesLb(
   if (flags.once) {
     const outcome = await controller.syncOnce();
     await controller.stop();
+    generations?.close();
     await prober?.close();
     if (outcome.kind !== "ok") {
       io.stderr(`passlb lb: sync failed: ${(outcome.cause as Error).message}\n`);
@@ -437,6 +500,7 @@ export async function runNftablesLb(
   }
   if (!(await beginAnnounce())) {
     await controller.stop();
+    generations?.close();
     await prober?.close();
     return 1;
   }
@@ -475,6 +539,7 @@ export async function runNftablesLb(
   clearInterval(announceMetrics);
   await announce?.stop({ graceful: true });
   await controller.stop();
+  generations?.close();
   await prober?.close();
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
   return 0;
@@ -507,7 +572,9 @@ function describe(e: LbEvent): string {
     case "adopted":
       return `adopted the existing table (${e.sets} sets/maps, ${e.chains} chains) without a flush`;
     case "drift":
-      return `kernel table drifted (${e.what}); full sync`;
+      return e.scope === "table"
+        ? `kernel table drifted (${e.what}); full sync`
+        : `policy routing drifted (${e.what}); installing the routes again`;
     case "routes_failed":
       return `policy routes not fully installed (retrying): ${(e.error as Error).message}`;
     case "kept_last_good":

@@ -6,7 +6,7 @@
  * exists with another value, deleting a missing element, touching a missing object,
  * deleting a chain that a dispatch element still points at). Every script is recorded.
  *
- * `flushTable()` and `deleteTable()` simulate someone else editing the kernel (drift).
+ * `flushTable()`, `flushSet()` and `deleteTable()` simulate someone else editing the kernel (drift).
  * Does not: validate rule syntax — golden rulesets are checked by the real `nft`.
  */
 import { PasslbError } from "../errors.ts";
@@ -104,6 +104,11 @@ export class FakeNftApplier implements NftApplier {
     for (const c of this.#tables.get(table)?.chains.values() ?? []) c.rules = [];
   }
 
+  /** someone ran `nft flush map inet <table> <name>` */
+  flushSet(table: string, name: string): void {
+    this.#tables.get(table)?.sets.get(name)?.elements.clear();
+  }
+
   deleteTable(table: string): void {
     this.#tables.delete(table);
   }
@@ -139,6 +144,13 @@ function execute(tables: Map<string, Table>, line: string): void {
     case "add map": {
       if (!t.sets.has(name))
         t.sets.set(name, { name, decl: braces(rest, line), isMap: what === "map", elements: new Map() });
+      return;
+    }
+    case "flush set":
+    case "flush map": {
+      const s = t.sets.get(name);
+      if (!s) throw fail(`No such file or directory (set ${name})`, line);
+      s.elements.clear();
       return;
     }
     case "delete set":

@@ -6,10 +6,12 @@ import { decodeDocuments } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import type { ConntrackDriver, ConntrackFilter } from "./conntrack-tool.ts";
 import { FakeNftApplier } from "./fake-nft-applier.ts";
+import { FakePolicyRoutes } from "./fake-policy-routes.ts";
 import type { HealthLookup, HealthState } from "./forwarding-state.ts";
 import { type HealthSource, LbController, type LbEvent } from "./lb-controller.ts";
+import type { GenerationWatch } from "./nft-generation.ts";
 import { nodeTrafficOf, serviceTrafficOf } from "./node-traffic.ts";
-import type { PolicyRoute, RouteApplier } from "./policy-routes.ts";
+import type { RouteApplier } from "./policy-routes.ts";
 import { nodeCounterName } from "./render/nft-state.ts";
 import { serviceCounterName } from "./render/service-part.ts";
 
@@ -41,16 +43,14 @@ class FakeHealth implements HealthSource {
   }
 }
 
-class FakeRoutes implements RouteApplier {
-  readonly calls: PolicyRoute[][] = [];
-  async sync(routes: readonly PolicyRoute[]) {
-    this.calls.push([...routes]);
-  }
-}
-
 function controller(
   nft: FakeNftApplier,
-  extra: { health?: HealthSource; routes?: RouteApplier; conntrack?: ConntrackDriver } = {},
+  extra: {
+    health?: HealthSource;
+    routes?: RouteApplier;
+    conntrack?: ConntrackDriver;
+    generations?: GenerationWatch;
+  } = {},
 ) {
   const events: LbEvent[] = [];
   const c = new LbController({
@@ -91,7 +91,7 @@ test("first pass without a table is one atomic full sync; the same input again s
 test("a health change sends only the slot elements that move, through the debounced loop", async () => {
   const nft = new FakeNftApplier();
   const health = new FakeHealth();
-  const routes = new FakeRoutes();
+  const routes = new FakePolicyRoutes();
   const { c } = controller(nft, { health, routes });
   await c.start();
   c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"));
@@ -127,10 +127,86 @@ test("drift (someone flushed the table) is detected and converged by a full sync
   assert.match((await c.checkDrift()) ?? "", /rules changed/);
   await settled;
   assert.match(nft.scripts.at(-1)!, /^add table inet passlb\ndelete table inet passlb\n/);
-  assert.equal(await c.checkDrift(true), undefined);
+  assert.equal(await c.checkDrift(), undefined);
   assert.ok(events.some((e) => e.kind === "drift"));
   nft.deleteTable("passlb");
   assert.equal(await c.checkDrift(), "table missing");
+  await c.stop();
+});
+
+/** counts the listings a drift check makes (the cost the generation token saves) */
+class CountingNft extends FakeNftApplier {
+  dumps = 0;
+  override async dump(table: string, options?: { terse?: boolean }) {
+    this.dumps++;
+    return super.dump(table, options);
+  }
+}
+
+test("drift: a flushed map (every new connection fails) is found by the next check, not the 12th", async () => {
+  const nft = new CountingNft();
+  let token: string | undefined = "1:10";
+  const generations = { token: () => token, close() {} };
+  const { c, events } = controller(nft, {});
+  const gated = controller(nft, { generations }).c;
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"));
+  await c.syncOnce();
+  await gated.start();
+  gated.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"));
+  assert.equal((await gated.syncOnce()).kind, "ok");
+  // without a generation token every check lists the table with its elements
+  nft.dumps = 0;
+  assert.equal(await c.checkDrift(), undefined);
+  assert.equal(await c.checkDrift(), undefined);
+  assert.equal(nft.dumps, 2);
+  // with one, a clean comparison is not repeated while no transaction was committed
+  assert.equal(await gated.checkDrift(), undefined);
+  assert.equal(await gated.checkDrift(), undefined);
+  assert.equal(nft.dumps, 3, "the second gated check listed nothing");
+  nft.flushSet("passlb", "dispatch4");
+  token = "1:11"; // the flush was a commit
+  const settled = c.settled();
+  assert.match((await c.checkDrift()) ?? "", /^set dispatch4 has 0 elements, not \d+$/);
+  await settled;
+  assert.ok(events.some((e) => e.kind === "drift" && e.scope === "table"));
+  assert.match(nft.scripts.at(-1)!, /^add table inet passlb\ndelete table inet passlb\n/);
+  assert.equal(await c.checkDrift(), undefined);
+  // a monitor that is down (token unknown) makes every check compare everything
+  token = undefined;
+  nft.flushSet("passlb", "live");
+  assert.match((await gated.checkDrift()) ?? "", /set live has 0 elements/);
+  await c.stop();
+  await gated.stop();
+});
+
+test("drift: passlb's policy rules or one of its route tables deleted by hand are installed again", async () => {
+  const nft = new FakeNftApplier();
+  const routes = new FakePolicyRoutes();
+  const { c, events } = controller(nft, { routes });
+  await c.start();
+  c.setSnapshot(await snapshotOf("_base", "cluster-ranges/input.yaml"));
+  await c.syncOnce();
+  const want = routes.calls.at(-1)!;
+  const clean = await routes.read(want.map((r) => ({ family: r.family, table: r.mark })));
+  assert.equal(await c.checkDrift(), undefined);
+  routes.deleteRules(4);
+  let settled = c.settled();
+  assert.match(
+    (await c.checkDrift()) ?? "",
+    /^policy rule missing \(ipv4 rule fwmark 0x5a000001 table \d+\)$/,
+  );
+  await settled;
+  assert.deepEqual(await routes.read(clean.tables), clean, "rules and routes as before");
+  assert.equal(await c.checkDrift(), undefined);
+  const v6 = want.find((r) => r.family === 6)!;
+  routes.flushTable(6, v6.mark);
+  settled = c.settled();
+  assert.match((await c.checkDrift()) ?? "", /^route missing \(ipv6 table \d+ default via fd00:/);
+  await settled;
+  assert.deepEqual(await routes.read(clean.tables), clean);
+  assert.equal(await c.checkDrift(), undefined);
+  assert.equal(events.filter((e) => e.kind === "drift" && e.scope === "routes").length, 2);
   await c.stop();
 });
 

@@ -15,9 +15,12 @@
  *   sent — no flush, so a restart does not interrupt traffic. No table: a full sync.
  * - Full sync (atomic replace) at start without a table, after drift, after a failed
  *   incremental transaction, or when a change is not expressible as updates.
- * - Drift: every `driftCheckMs` the table is listed (terse: objects, chains, rule counts,
- *   hashes; every `elementCheckEvery`-th time with elements) and compared with what we
- *   last applied; any difference → full sync.
+ * - Drift (issue 16): every `driftCheckMs` everything passlb owns in the kernel is compared
+ *   with what it last applied: the table (objects, chains by rule count and hash, every
+ *   element) unless the kernel's nftables generation has not moved since the last clean
+ *   comparison (GenerationWatch, nft-generation.ts: then nothing can differ), and the
+ *   policy rules and route tables (route-drift.ts). Table drift → full sync; route drift →
+ *   the routes are installed again.
  * - Bad input never corrupts what works (lb-forwardings.ts keeps last good forwardings).
  * - After an applied pass, UDP flows pinned to a node that left a listener's tables
  *   (and is still live for other Services) are released (lb-flow-release.ts) through the
@@ -33,6 +36,7 @@ import { LbForwardings } from "./lb-forwardings.ts";
 import type { HealthSource, LbEvent, SyncOutcome, Timers } from "./lb-ports.ts";
 import type { NftApplier } from "./nft-applier.ts";
 import { driftBetween } from "./nft-drift.ts";
+import type { GenerationWatch } from "./nft-generation.ts";
 import {
   type PolicyRoute,
   policyRoutesOf,
@@ -43,6 +47,7 @@ import {
 import { createDesiredCache, type DesiredUpdate, desiredNftUpdate } from "./render/desired-state.ts";
 import type { NftState } from "./render/nft-state.ts";
 import { needsFullSync, renderElementUpdates, renderRuleset } from "./render/render-ruleset.ts";
+import { expectedRouting, routingDrift } from "./route-drift.ts";
 
 export type { HealthSource, LbEvent, SyncOutcome, Timers } from "./lb-ports.ts";
 export { driftBetween } from "./nft-drift.ts";
@@ -63,7 +68,8 @@ export interface LbControllerOptions {
   readonly vipSource?: "ipam" | "status";
   readonly debounceMs?: number;
   readonly driftCheckMs?: number;
-  readonly elementCheckEvery?: number;
+  /** the kernel's nftables generation: lets a drift check skip listing an unchanged table */
+  readonly generations?: GenerationWatch;
   readonly onEvent?: (event: LbEvent) => void;
   /** releases pinned UDP flows of nodes that left a Service's table; none without it */
   readonly conntrack?: ConntrackDriver;
@@ -83,7 +89,8 @@ export class LbController {
   readonly #desiredCache = createDesiredCache();
   #timer: unknown;
   #driftTimer: unknown;
-  #driftChecks = 0;
+  /** the generation token at the last drift check that found the table as applied */
+  #verifiedToken: string | undefined;
   #running: Promise<void> | undefined;
   #again = false;
   #failures = 0;
@@ -288,23 +295,53 @@ export class LbController {
     });
   }
 
-  /** Compare the kernel with what we applied; schedule a full sync on any difference. */
-  async checkDrift(withElements = false): Promise<string | undefined> {
+  /** Compare the kernel with what we applied (table and routes); schedule the repair of
+   * any difference. Returns what differed, or undefined. */
+  async checkDrift(): Promise<string | undefined> {
+    if (!this.#current || this.#running) return undefined;
+    const routes = await this.#checkRouteDrift();
+    const table = await this.#checkTableDrift();
+    return [table, routes].filter((w) => w !== undefined).join("; ") || undefined;
+  }
+
+  async #checkTableDrift(): Promise<string | undefined> {
     const current = this.#current;
     if (!current || this.#running) return undefined;
+    const token = this.#o.generations?.token();
+    if (token !== undefined && token === this.#verifiedToken) return undefined;
     let observed: NftState | undefined;
     try {
-      observed = await this.#o.nft.dump(this.#o.table, { terse: !withElements });
+      observed = await this.#o.nft.dump(this.#o.table);
     } catch (e) {
       return `dump failed: ${(e as Error).message}`;
     }
-    if (this.#current !== current) return undefined; // a pass ran meanwhile
-    const what = driftBetween(current, observed, withElements);
-    if (what) {
-      this.#o.onEvent?.({ kind: "drift", what });
-      this.#needFull = true;
-      this.request(0);
+    if (this.#current !== current || this.#running) return undefined; // a pass ran meanwhile
+    const what = driftBetween(current, observed, true);
+    if (!what) {
+      this.#verifiedToken = token;
+      return undefined;
     }
+    this.#verifiedToken = undefined;
+    this.#o.onEvent?.({ kind: "drift", scope: "table", what });
+    this.#needFull = true;
+    this.request(0);
+    return what;
+  }
+
+  async #checkRouteDrift(): Promise<string | undefined> {
+    const routes = this.#routes;
+    if (!this.#o.routes || !routes || this.#running) return undefined;
+    const expected = expectedRouting(routes);
+    let what: string | undefined;
+    try {
+      what = routingDrift(expected, await this.#o.routes.read(expected.tables));
+    } catch (e) {
+      return `routes read failed: ${(e as Error).message}`;
+    }
+    if (!what || this.#routes !== routes || this.#running) return undefined;
+    this.#routes = undefined; // the next pass installs them again
+    this.#o.onEvent?.({ kind: "drift", scope: "routes", what });
+    this.request(0);
     return what;
   }
 
@@ -313,8 +350,7 @@ export class LbController {
     if (every <= 0 || this.#stopped) return;
     this.#driftTimer = this.#o.timers.setTimeout(async () => {
       this.#driftTimer = undefined;
-      this.#driftChecks++;
-      await this.checkDrift(this.#driftChecks % (this.#o.elementCheckEvery ?? 12) === 0);
+      await this.checkDrift();
       this.#armDrift();
     }, every);
   }

@@ -34,7 +34,7 @@ export type LbEvent =
     }
   | { readonly kind: "sync_failed"; readonly error: unknown; readonly retryInMs: number }
   | { readonly kind: "adopted"; readonly sets: number; readonly chains: number }
-  | { readonly kind: "drift"; readonly what: string }
+  | { readonly kind: "drift"; readonly scope: "table" | "routes"; readonly what: string }
   | { readonly kind: "routes_failed"; readonly error: unknown }
   | { readonly kind: "kept_last_good"; readonly service: string; readonly reason: string }
   | {

@@ -1,9 +1,11 @@
 /**
  * Drift: how the table the kernel holds differs from the one passlb last applied. Pure.
  * Compares object names, each chain's rule count and hash (carried in its last rule's
- * comment, nft-state.ts) and, when asked (a full listing is costly), every element.
+ * comment, nft-state.ts) and, with `elements` (the controller always asks since issue 16: a
+ * flushed map breaks every new connection), every element of every set and map.
  * Any difference makes the controller schedule a full sync (issue 6: detect and converge).
- * Does not: list the table (nft-applier.ts) or decide when to look (lb-controller.ts).
+ * Does not: list the table (nft-applier.ts), decide when to look (lb-controller.ts, gated
+ * by the kernel's generation, nft-generation.ts), or compare routes (route-drift.ts).
  */
 import type { NftState } from "./render/nft-state.ts";
 

@@ -32,6 +32,7 @@ import {
   ROUTE_FORWARD,
 } from "./encap.ts";
 import { type Fam, MARK_BASE, type NftState } from "./render/nft-state.ts";
+import type { IpRouteRow, ObservedRouting } from "./route-drift.ts";
 
 export interface PolicyRoute {
   readonly family: Fam;
@@ -55,6 +56,9 @@ export interface KernelRoute {
 
 export interface RouteApplier {
   sync(routes: readonly PolicyRoute[]): Promise<void>;
+  /** The rules at passlb's preference and the routes of these tables, as the kernel holds
+   * them (the drift check). Throws PasslbError `route_failed`. */
+  read(tables: readonly { readonly family: Fam; readonly table: number }[]): Promise<ObservedRouting>;
 }
 
 /** Rule preference of passlb's policy rules: before `main` (32766), after `local` (0). */
@@ -104,8 +108,8 @@ export interface ExistingRule {
   readonly table: number;
 }
 
-/** A route found in one of our tables. */
-export interface ExistingRoute {
+/** A route found in one of our tables, with what the drift check compares (route-drift.ts). */
+export interface ExistingRoute extends IpRouteRow {
   readonly table: number;
   readonly dst: string;
 }
@@ -181,8 +185,23 @@ export function parseRoutes(text: string): ExistingRoute[] {
     if (t < 0) continue;
     const table = Number(words[t + 1]) >>> 0;
     if (!/^[0-9]+$/.test(words[t + 1] ?? "") || (table & 0xff000000) >>> 0 !== MARK_BASE) continue;
-    const dst = ROUTE_TYPES.has(words[0] ?? "") ? words[1] : words[0];
-    if (dst) out.push({ table, dst });
+    const typed = ROUTE_TYPES.has(words[0] ?? "");
+    const dst = typed ? words[1] : words[0];
+    // the words after `via` and `dev` (an encap route's `dst NODE` follows `encap`)
+    const after = (w: string) => {
+      const i = words.indexOf(w);
+      return i < 0 ? undefined : words[i + 1];
+    };
+    const gateway = after("via");
+    const dev = after("dev");
+    if (dst)
+      out.push({
+        table,
+        dst,
+        ...(typed && { type: words[0] }),
+        ...(gateway !== undefined && { gateway }),
+        ...(dev !== undefined && { dev }),
+      });
   }
   return out;
 }
@@ -229,29 +248,43 @@ export function createPolicyRoutes(options: PolicyRouteOptions = {}): RouteAppli
   const pref = options.pref ?? RULE_PREF;
   const forward = options.forward ?? ROUTE_FORWARD;
   const run = ipRunner(options.netns);
+  const listRules = async (family: Fam): Promise<ExistingRule[]> => {
+    const listed = await run([`-${family}`, "-j", "rule", "show"]);
+    if (listed.error || listed.code !== 0)
+      throw new PasslbError("route_failed", `ip rule show failed: ${listed.error?.message ?? listed.stderr}`);
+    return parseRules(listed.stdout, pref);
+  };
+  const listRoutes = async (family: Fam): Promise<ExistingRoute[]> => {
+    const tables = await run([`-${family}`, "route", "show", "table", "all"]);
+    if (tables.error || tables.code !== 0)
+      throw new PasslbError(
+        "route_failed",
+        `ip route show table all failed: ${tables.error?.message ?? tables.stderr}`,
+      );
+    return parseRoutes(tables.stdout);
+  };
   return {
+    async read(tables) {
+      const rules: { family: Fam; mark: number; table: number }[] = [];
+      const out: { family: Fam; table: number; rows: IpRouteRow[] }[] = [];
+      for (const family of [4, 6] as const) {
+        for (const r of await listRules(family)) rules.push({ family, ...r });
+        const mine = tables.filter((t) => t.family === family);
+        if (mine.length === 0) continue;
+        const routes = await listRoutes(family);
+        for (const t of mine)
+          out.push({
+            family,
+            table: t.table,
+            rows: routes.filter((r) => r.table === t.table >>> 0).map(({ table: _, ...row }) => row),
+          });
+      }
+      return { rules, tables: out };
+    },
     async sync(routes) {
       if (forward.mode === "encap" && routes.some((r) => r.encap)) await ensureDevices(run, forward);
       for (const family of [4, 6] as const) {
-        const listed = await run([`-${family}`, "-j", "rule", "show"]);
-        if (listed.error || listed.code !== 0)
-          throw new PasslbError(
-            "route_failed",
-            `ip rule show failed: ${listed.error?.message ?? listed.stderr}`,
-          );
-        const tables = await run([`-${family}`, "route", "show", "table", "all"]);
-        if (tables.error || tables.code !== 0)
-          throw new PasslbError(
-            "route_failed",
-            `ip route show table all failed: ${tables.error?.message ?? tables.stderr}`,
-          );
-        const lines = routeCommands(
-          family,
-          parseRules(listed.stdout, pref),
-          routes,
-          pref,
-          parseRoutes(tables.stdout),
-        );
+        const lines = routeCommands(family, await listRules(family), routes, pref, await listRoutes(family));
         if (lines.length === 0) continue;
         const r = await run([`-${family}`, "-force", "-batch", "-"], `${lines.join("\n")}\n`);
         if (r.code !== 0)

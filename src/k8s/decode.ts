@@ -176,7 +176,9 @@ export function decodeDocuments(documents: readonly Document[]): DecodeResult {
       report(["kind"], "is required");
       continue;
     }
-    if (!(kind in KIND_SCHEMAS)) {
+    // own keys only: `kind: __proto__` or `kind: toString` are inherited keys of any object
+    // (found by the fuzz bench, issue 16: they reached safeParse and threw)
+    if (!Object.hasOwn(KIND_SCHEMAS, kind)) {
       const where =
         doc.item === undefined ? `document ${doc.index}` : `document ${doc.index}, item ${doc.item}`;
       notices.push(`${doc.source} (${where}): skipped ${label}: passlb does not read this kind`);

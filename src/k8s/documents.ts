@@ -36,6 +36,15 @@ export function parseDocuments(
     push(documents, source, 1, json.value);
     return { documents, problems };
   }
+  const depth = yamlDepthBound(text);
+  if (depth > MAX_YAML_DEPTH) {
+    problems.push({
+      source,
+      index: 1,
+      message: `not valid YAML/JSON: nested about ${depth} levels deep (more than ${MAX_YAML_DEPTH}); not parsed`,
+    });
+    return { documents, problems };
+  }
   const parsed = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: false });
   const all = Array.isArray(parsed) ? parsed : [parsed];
   let index = 0;
@@ -49,9 +58,64 @@ export function parseDocuments(
       problems.push({ source, index, message: `not valid YAML/JSON${where}: ${reason}` });
       continue;
     }
-    push(documents, source, index, doc.toJS({ maxAliasCount: 100 }));
+    // toJS throws on input, not on a bug: aliases expanding past maxAliasCount (the yaml
+    // library's guard against billion-laughs documents, `ToJSOptions.maxAliasCount`), an
+    // alias to an anchor defined later. The document is a problem; the others are kept.
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (e) {
+      const reason = /alias count/i.test((e as Error).message)
+        ? "YAML aliases expand too far (more than 100 alias uses: a resource exhaustion attack?)"
+        : firstLine((e as Error).message);
+      problems.push({ source, index, message: `not valid YAML/JSON: ${reason}` });
+      continue;
+    }
+    push(documents, source, index, value);
   }
   return { documents, problems };
+}
+
+/**
+ * Deeper YAML than this is refused before the parser sees it. The yaml library composes
+ * nested nodes recursively: at ~900 nested flow collections or ~1,000 compact block
+ * sequences (`- - - …`) it overflows the stack, which it reports as an error — but parsing
+ * the same text a second time in that process then ended it with a fatal V8 "RegExpCompiler
+ * Allocation failed - process out of memory", which nothing can catch (found by the
+ * fuzzer, issue 16; `passlb lb` parses a folder again on every change). Manifests nest a
+ * few dozen levels; 200 leaves room.
+ */
+export const MAX_YAML_DEPTH = 200;
+
+/** An upper bound of a YAML text's nesting: per line, the indentation plus the compact
+ * indicators (`- `, `? `, `: `) that open it, plus the flow brackets open at that point
+ * (quoted scalars and comments skipped). Overestimates, never underestimates by much. */
+export function yamlDepthBound(text: string): number {
+  let max = 0;
+  let flow = 0;
+  for (const line of text.split("\n")) {
+    let i = 0;
+    while (line[i] === " ") i++;
+    let block = i;
+    while (/^[-?:][ \t]/.test(line.slice(i, i + 2))) {
+      block++;
+      i += 2;
+      while (line[i] === " " || line[i] === "\t") i++;
+    }
+    for (; i < line.length; i++) {
+      const c = line[i]!;
+      if (c === "#" && (i === 0 || line[i - 1] === " ")) break;
+      if (c === '"' || c === "'") {
+        const end = line.indexOf(c, i + 1);
+        i = end < 0 ? line.length : end;
+      } else if (c === "[" || c === "{") {
+        flow++;
+        max = Math.max(max, block + flow);
+      } else if ((c === "]" || c === "}") && flow > 0) flow--;
+    }
+    max = Math.max(max, block + flow);
+  }
+  return max;
 }
 
 function push(documents: Document[], source: string, index: number, value: unknown): void {

@@ -7,6 +7,7 @@
  *           pods saw, failures by error code;
  *   stream  one new TCP connection every --interval ms for --duration ms: each one's
  *           start time, pod and outcome (for "stops getting new connections within…");
+ *           `started` is the wall-clock start (ms since the epoch), to place a fault;
  *   hold    --connections long-lived TCP connections, each sending a line every
  *           --interval ms for --duration ms and checking the echo: which pod each one
  *           was on and whether it failed (reset, an echo 2 s late, a wrong echo);
@@ -172,7 +173,7 @@ async function stream(host: string, port: number): Promise<object> {
     );
     await new Promise((r) => setTimeout(r, interval));
   }
-  return { events: await Promise.all(pending) };
+  return { started, events: await Promise.all(pending) };
 }
 
 async function hold(host: string, port: number): Promise<object> {
@@ -234,7 +235,8 @@ async function hold(host: string, port: number): Promise<object> {
       sock.on("error", (e) => finish(code(e)));
       sock.on("close", () => finish("ECLOSED"));
     });
-  return { connections: await Promise.all(Array.from({ length: k }, one)) };
+  const started = Date.now();
+  return { started, connections: await Promise.all(Array.from({ length: k }, one)) };
 }
 
 async function udpPin(host: string, port: number): Promise<object> {

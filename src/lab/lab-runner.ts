@@ -155,12 +155,12 @@ export async function labRestart(
   state: LabState,
   role: LabProcess["role"],
   host: string,
-  options: { stopOnly?: boolean; repoRoot: string },
+  options: { stopOnly?: boolean; repoRoot: string; signal?: "SIGTERM" | "SIGKILL" },
 ): Promise<LabProcess> {
   const index = state.processes.findIndex((p) => p.role === role && p.host === host);
   const old = state.processes[index];
   if (!old) throw new Error(`lab ${state.name}: no ${role} process in ${host}`);
-  signal(old.pid, "SIGTERM");
+  signal(old.pid, options.signal ?? "SIGTERM");
   const deadline = Date.now() + 3000;
   while (alive(old.pid) && Date.now() < deadline) await sleep(20);
   if (alive(old.pid)) signal(old.pid, "SIGKILL");

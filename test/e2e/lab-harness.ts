@@ -115,9 +115,21 @@ export class Lab {
     await this.syncAgents();
   }
 
-  /** Restarts (or only stops) the LB or a node's agent. */
-  restart(role: LabProcess["role"], host: string, stopOnly = false): Promise<LabProcess> {
-    return labRestart(this.state, role, host, { repoRoot: REPO_ROOT, stopOnly });
+  /** Restarts (or only stops) the LB or a node's agent; SIGTERM first unless told SIGKILL. */
+  restart(
+    role: LabProcess["role"],
+    host: string,
+    stopOnly = false,
+    signal: "SIGTERM" | "SIGKILL" = "SIGTERM",
+  ): Promise<LabProcess> {
+    return labRestart(this.state, role, host, { repoRoot: REPO_ROOT, stopOnly, signal });
+  }
+
+  /** Runs a command in a lab host's namespace (`ip netns exec`); throws with its stderr. */
+  exec(host: string, argv: readonly string[]): string {
+    const r = spawnSync("ip", ["netns", "exec", this.host(host).ns, ...argv], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${argv.join(" ")} in ${host}: ${r.stderr}`);
+    return r.stdout;
   }
 
   /** Takes the link between the LB host's bridge and a node down (or up again). */
