@@ -100,10 +100,7 @@ const FLAGS: NftLbFlags = {
   driftCheckMs: "0",
   announce: "none",
   peers: [],
-  heartbeatPort: "7480",
-  heartbeatMs: "200",
-  deadAfterMs: "1000",
-  handoverMs: "300",
+  handoverMs: "1000",
 };
 
 class FakeConntrack implements ConntrackSysctl {

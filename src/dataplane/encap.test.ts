@@ -142,10 +142,11 @@ test("moving between paths and VIPs: stale routes in our tables go, other tables
       "local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 ",
     ].join("\n"),
   );
+  // with what the drift check compares: the next hop, else the device (route-drift.ts)
   assert.deepEqual(existing, [
-    { table: M1, dst: "default" },
-    { table: M2, dst: "203.0.113.9" },
-    { table: M2, dst: "203.0.113.1" },
+    { table: M1, dst: "default", gateway: "198.51.100.65", dev: "plbnodes" },
+    { table: M2, dst: "203.0.113.9", dev: "plbvg0" },
+    { table: M2, dst: "203.0.113.1", dev: "plbvg0" },
   ]);
   const rules = [
     { mark: M1, table: M1 },
