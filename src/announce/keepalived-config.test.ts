@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
+import { keepalivedInput as input, peers3 } from "../../test/support/keepalived-input.ts";
 import { vipReady } from "./fake-announcer.ts";
 import {
   BASE_PRIORITY,
-  type KeepalivedInput,
   keepalivedInstances,
   NOT_READY_PENALTY,
   prefixLength,
@@ -14,23 +14,6 @@ import {
 import { announcerStatus, parseNotifyLine, stateFromAddresses } from "./keepalived-state.ts";
 import { vipOwners } from "./vip-owners.ts";
 
-const peers3 = new Map([
-  ["lb-1", { IPv4: "192.0.2.2", IPv6: "fd00:192:0:1::2" }],
-  ["lb-2", { IPv4: "192.0.2.3", IPv6: "fd00:192:0:1::3" }],
-  ["lb-3", { IPv4: "192.0.2.4", IPv6: "fd00:192:0:1::4" }],
-]);
-const input = (over: Partial<KeepalivedInput> = {}): KeepalivedInput => ({
-  self: "lb-1",
-  interface: "eth0",
-  peers: peers3,
-  vips: ["203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.4", "fd00:10::1", "fd00:10::2"].map(
-    (vip) => ({ vip, ready: vip !== "203.0.113.3" }),
-  ),
-  advertMs: 100,
-  fifo: "/run/passlb/l2/notify.fifo",
-  trackDir: "/run/passlb/l2/track",
-  ...over,
-});
 test("every host renders the same instances (names, VRIDs, orders), each with its own priority", () => {
   const all = [...peers3.keys()].map((self) => keepalivedInstances(input({ self })).instances);
   const shape = (is: (typeof all)[number]) =>

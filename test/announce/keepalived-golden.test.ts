@@ -11,28 +11,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { type KeepalivedInput, renderKeepalived } from "../../src/announce/keepalived-config.ts";
+import { renderKeepalived } from "../../src/announce/keepalived-config.ts";
 import { assertGolden } from "../golden.ts";
 import { createNetns, deleteNetns } from "../netns.ts";
+import { keepalivedInput as input } from "../support/keepalived-input.ts";
 
 const GOLDEN = "test/fixtures/announce";
-const peers3 = new Map([
-  ["lb-1", { IPv4: "192.0.2.2", IPv6: "fd00:192:0:1::2" }],
-  ["lb-2", { IPv4: "192.0.2.3", IPv6: "fd00:192:0:1::3" }],
-  ["lb-3", { IPv4: "192.0.2.4", IPv6: "fd00:192:0:1::4" }],
-]);
-const input = (over: Partial<KeepalivedInput> = {}): KeepalivedInput => ({
-  self: "lb-1",
-  interface: "eth0",
-  peers: peers3,
-  vips: ["203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.4", "fd00:10::1", "fd00:10::2"].map(
-    (vip) => ({ vip, ready: vip !== "203.0.113.3" }),
-  ),
-  advertMs: 100,
-  fifo: "/run/passlb/l2/notify.fifo",
-  trackDir: "/run/passlb/l2/track",
-  ...over,
-});
 const keepalivedTest = () =>
   process.getuid?.() !== 0
     ? "keepalived -t needs root (a namespace with the interface it checks): not root"
