@@ -21,15 +21,15 @@
  * removed at the end, also on failure.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { parse, stringify } from "yaml";
+import { readFileSync, rmSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { labRouterUnavailable, routerNextHops } from "../src/lab/lab-frr.ts";
 import { compileLabScripts, type LabState, labDown, labRestart, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
+import { namedTopology } from "./lab-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -69,12 +69,11 @@ async function main(): Promise<void> {
     say(`bgp-failover: skipped: ${why}`);
     return;
   }
-  const raw = parse(readFileSync(FIXTURE, "utf8")) as { name: string; services: string[] };
-  raw.name = `bgb${process.pid % 10000}`;
-  raw.services = raw.services.map((s) => resolve(dirname(FIXTURE), s));
-  const dir = mkdtempSync(join(tmpdir(), "plb-bgpbench-"));
-  const topo = join(dir, "topology.yaml");
-  writeFileSync(topo, stringify(raw));
+  const {
+    name: labName,
+    dir,
+    topology: topo,
+  } = namedTopology(FIXTURE, `bgb${process.pid % 10000}`, "plb-bgpbench-");
   const options = { repoRoot: REPO, agentArgs: ["--dataplane=nftables"], lbArgs: ["--dataplane=nftables"] };
   const cpu0 = process.cpuUsage();
   const load0 = loadavg();
@@ -224,7 +223,7 @@ async function main(): Promise<void> {
         .join(" ")}`,
     );
   } finally {
-    await labDown(raw.name, options);
+    await labDown(labName, options);
     rmSync(dir, { recursive: true, force: true });
   }
 }

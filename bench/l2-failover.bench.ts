@@ -21,15 +21,15 @@
  * the end, also on failure.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { parse, stringify } from "yaml";
+import { readFileSync, rmSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
 import { vipOwners } from "../src/announce/vip-owners.ts";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { compileLabScripts, type LabState, labDown, labRestart, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
+import { namedTopology } from "./lab-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -74,12 +74,11 @@ async function main(): Promise<void> {
     say(`l2-failover: skipped: ${why}`);
     return;
   }
-  const raw = parse(readFileSync(FIXTURE, "utf8")) as { name: string; services: string[] };
-  raw.name = `l2b${process.pid % 10000}`;
-  raw.services = raw.services.map((s) => resolve(dirname(FIXTURE), s));
-  const dir = mkdtempSync(join(tmpdir(), "plb-l2bench-"));
-  const topo = join(dir, "topology.yaml");
-  writeFileSync(topo, stringify(raw));
+  const {
+    name: labName,
+    dir,
+    topology: topo,
+  } = namedTopology(FIXTURE, `l2b${process.pid % 10000}`, "plb-l2bench-");
   const options = {
     repoRoot: REPO,
     agentArgs: ["--dataplane=nftables"],
@@ -210,7 +209,7 @@ async function main(): Promise<void> {
         .join(" ")}`,
     );
   } finally {
-    await labDown(raw.name, options);
+    await labDown(labName, options);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -25,9 +25,9 @@ import { closeSync, openSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { procSysScript } from "../src/lab/lab-host-commands.ts";
 import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
+import { podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -138,33 +138,10 @@ async function main(): Promise<void> {
     const pod = state.layout.pods[0]!;
     // Many short connections: let TIME_WAIT and its conntrack entries go quickly.
     for (const host of ["client", "lb", "node-1", "server"])
-      exec(host, [
-        "sh",
-        "-c",
-        procSysScript([
-          "net.ipv4.ip_local_port_range=1024 65000",
-          "net.ipv4.tcp_tw_reuse=1",
-          "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1",
-        ]),
-      ]);
+      exec(host, ["sh", "-c", shortConnectionSysctls()]);
     // The pod: iperf3 and an HTTP responder.
     const podHttp = join(state.stateDir, "pod-http.cfg");
-    writeFileSync(
-      podHttp,
-      [
-        "global",
-        "  maxconn 8000",
-        "defaults",
-        "  mode http",
-        "  timeout client 10s",
-        "  timeout server 10s",
-        "  timeout connect 5s",
-        "frontend web",
-        "  bind :8080",
-        "  http-request return status 200 content-type text/plain string ok",
-        "",
-      ].join("\n"),
-    );
+    writeFileSync(podHttp, podHttpResponder());
     const logs = join(state.stateDir, "logs");
     background("server", ["iperf3", "-s", "-p", "5201"], logs);
     background("server", ["haproxy", "-db", "-f", podHttp], logs);

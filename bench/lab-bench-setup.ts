@@ -1,0 +1,52 @@
+/**
+ * What the lab benchmarks share (bench/lab-*.bench.ts, bench/*-failover.bench.ts):
+ * - shortConnectionSysctls: the sysctls that let many short connections, and their
+ *   TIME_WAIT and conntrack entries, go quickly (wrk with `Connection: close`);
+ * - podHttpResponder: an HAProxy config answering every HTTP request with 200 on :8080,
+ *   the pods' responder for the connection-rate runs;
+ * - namedTopology: a copy of a lab fixture under a name of this process (parallel runs never
+ *   share namespaces), its Service paths made absolute, in a temporary folder the caller
+ *   removes.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { parse, stringify } from "yaml";
+import { procSysScript } from "../src/lab/lab-host-commands.ts";
+
+export const shortConnectionSysctls = (): string =>
+  procSysScript([
+    "net.ipv4.ip_local_port_range=1024 65000",
+    "net.ipv4.tcp_tw_reuse=1",
+    "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1",
+  ]);
+
+export const podHttpResponder = (): string =>
+  [
+    "global",
+    "  maxconn 8000",
+    "defaults",
+    "  mode http",
+    "  timeout client 10s",
+    "  timeout server 10s",
+    "  timeout connect 5s",
+    "frontend web",
+    "  bind :8080",
+    "  http-request return status 200 content-type text/plain string ok",
+    "",
+  ].join("\n");
+
+/** Writes `fixture` renamed to `name` into a new temporary folder: { name, dir, topology }. */
+export function namedTopology(
+  fixture: string,
+  name: string,
+  tmpPrefix: string,
+): { name: string; dir: string; topology: string } {
+  const raw = parse(readFileSync(fixture, "utf8")) as { name: string; services: string[] };
+  raw.name = name;
+  raw.services = raw.services.map((s) => resolve(dirname(fixture), s));
+  const dir = mkdtempSync(join(tmpdir(), tmpPrefix));
+  const topology = join(dir, "topology.yaml");
+  writeFileSync(topology, stringify(raw));
+  return { name, dir, topology };
+}
