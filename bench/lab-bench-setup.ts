@@ -2,6 +2,8 @@
  * What the lab benchmarks share (bench/lab-*.bench.ts, bench/*-failover.bench.ts):
  * - shortConnectionSysctls: the sysctls that let many short connections, and their
  *   TIME_WAIT and conntrack entries, go quickly (wrk with `Connection: close`);
+ * - clientSysctls: what the client namespaces of a connection-rate run set on top, so that
+ *   one client address reusing its ports does not measure TIME_WAIT collisions (below);
  * - podHttpResponder: an HAProxy config answering every HTTP request with 200 on :8080,
  *   the pods' responder for the connection-rate runs;
  * - namedTopology: a copy of a lab fixture under a name of this process (parallel runs never
@@ -20,6 +22,19 @@ export const shortConnectionSysctls = (): string =>
     "net.ipv4.tcp_tw_reuse=1",
     "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1",
   ]);
+
+/**
+ * TCP timestamps without a random offset per connection (`tcp_timestamps=2`, Linux ≥ 4.10;
+ * Documentation/networking/ip-sysctl.rst). A client making back-to-back connections from one
+ * address cycles through its ports in seconds, while the pod keeps each closed connection in
+ * TIME_WAIT for 60 s. With random offsets the new SYN's timestamp looks older than the
+ * TIME_WAIT's about half the time; the pod then answers with the old connection's ACK, the
+ * client resets and resends its SYN some 10 ms later. Measured in this lab (nstat
+ * TcpExtTCPSynRetrans): 22–30 % of all new connections paid that stall, in every path, and
+ * the stalls, not CPU, set the connection rate. Many real clients, each with few connections
+ * per server, never meet it; with monotonic timestamps the pod accepts the reused port.
+ */
+export const clientSysctls = (): string => procSysScript(["net.ipv4.tcp_timestamps=2"]);
 
 export const podHttpResponder = (): string =>
   [

@@ -40,7 +40,7 @@ import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
-import { podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
+import { clientSysctls, podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -153,6 +153,7 @@ async function main(): Promise<void> {
     // many short connections: let TIME_WAIT and its conntrack entries go quickly
     for (const host of ["client", "lb", "router", "node-r", "node-s", "pod-r", "pod-s"])
       exec(host, ["sh", "-c", shortConnectionSysctls()]);
+    exec("client", ["sh", "-c", clientSysctls()]);
     const podHttp = join(state.stateDir, "pod-http.cfg");
     writeFileSync(podHttp, podHttpResponder());
     for (const pod of ["pod-r", "pod-s"]) {
