@@ -194,4 +194,9 @@ for (const s of scenarios)
       assert.deepEqual(l.failed, {}, `${name}: probes failed during the attack`);
     }
     assert.equal(target.exitCode, null, `the servers' process ended: ${stderr}`);
+    if (s.mode === "slow")
+      // headersTimeout 5 s, checked every second (http-limits.ts): none outlives the hold of 8 s
+      assert.equal(r.end.openAtEnd, 0, "slow clients still connected at the end");
+    if (s.mode === "big-body" || s.mode === "big-headers")
+      assert.equal(r.end.closedByServer, count, "every oversized request had its connection closed");
   });
