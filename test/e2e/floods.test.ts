@@ -249,6 +249,13 @@ test("floods: a spoofed SYN flood and many short UDP flows do not exhaust the da
       const hostDuring = hostCount();
       const earlyDrops = stat(lab, "node-a1", "early_drop");
       const drops = stat(lab, "node-a1", "drop");
+      // the zonal pod on node-a1: how its listener coped (SYN cookies once its queue was full)
+      const podTcp = lab
+        .exec("a1-3", ["nstat", "-az", "TcpExtSyncookiesSent", "TcpExtSyncookiesRecv", "TcpExtListenDrops"])
+        .split("\n")
+        .filter((l) => l.startsWith("TcpExt"))
+        .map((l) => l.split(/\s+/).slice(0, 2).join(" "))
+        .join(", ");
       const s = await stream;
       const h = await held;
       const lbLog = readFileSync(lab.state.processes.find((p) => p.role === "lb")!.log, "utf8");
@@ -282,7 +289,7 @@ test("floods: a spoofed SYN flood and many short UDP flows do not exhaust the da
         `conntrack -C before → at the end of the flood: ${LAB_HOSTS.map((x) => `${x} ${before[x]} → ${during[x]}`).join(", ")}; the test's own (initial) namespace ${hostBefore} → ${hostDuring}`,
       );
       st.diagnostic(
-        `node-a1: table full (≥ 99 % of max) ${fullFrom === undefined ? "never" : `${((fullFrom - floodAt) / 1000).toFixed(1)} s after the flood started`}; early_drop ${earlyDrops}, drop ${drops}; samples ${samples
+        `node-a1: table full (≥ 99 % of max) ${fullFrom === undefined ? "never" : `${((fullFrom - floodAt) / 1000).toFixed(1)} s after the flood started`}; early_drop ${earlyDrops}, drop ${drops}; pod a1-3: ${podTcp}; samples ${samples
           .filter((_, i) => i % 4 === 0)
           .map((x) => x.n)
           .join(" ")}`,
