@@ -11,7 +11,11 @@
  *     each) through a VIP: every one is answered, each flow has its conntrack entry on the
  *     LB host and on the node, no entry is given more than the configured UDP timeout
  *     (`net.netfilter.nf_conntrack_udp_timeout`, set to 5 s inside the lab namespaces), and
- *     all of them are gone 2 s after it ran out.
+ *     all of them are gone 2 s after it ran out;
+ *   - what a per-source meter adds: the same flood for 10 s against a table of the test's
+ *     own on the LB host that drops a source's SYNs past 200/s: node-a1 gets at most what
+ *     the meter lets through (8 sources × 200/s), the legitimate client (one source, 50/s)
+ *     still ≥ 99 %.
  *
  * Why a lab can hold a flood without hurting the machine it runs on: the conntrack count
  * is per network namespace and `nf_conntrack_max` is compared with each namespace's own
@@ -28,7 +32,7 @@
  * next source port (hping3 increments it), so nearly every SYN is a new flow. No
  * `--rand-source`. Bounded in count by an nft quota in client-a's namespace (past 400,000
  * SYNs every spoofed packet is dropped before it leaves) and in time (stopped when
- * node-a1's table has been full for 5 s, at 45 s at the latest; SIGKILL, also when the
+ * node-a1's table has been full for 5 s, at 60 s at the latest; SIGKILL, also when the
  * test fails). Aimed only at the zonal VIP's port. The SYN-ACKs go back towards addresses
  * nobody holds and die on the LB host's neighbour resolution, as a spoofed flood's do.
  * Without hping3 the flood case is skipped with the reason; the UDP case needs only the lab.
@@ -58,8 +62,11 @@ const SPOOFED = Array.from({ length: 8 }, (_, i) => `192.0.2.${40 + i}`);
 const MAX_SYNS = 400_000;
 const SYN_BYTES = 40;
 /** the flood stops at this age, or when node-a1's table has been full for FULL_MS */
-const FLOOD_MS = 45_000;
+const FLOOD_MS = 60_000;
 const FULL_MS = 5_000;
+/** the per-source meter case: its flood's length and the meter's rate per source */
+const METER_FLOOD_MS = 10_000;
+const METER_RATE = 200;
 const UDP_TIMEOUT_S = 5;
 const UDP_FLOWS = 2000;
 
@@ -90,6 +97,72 @@ interface Stream {
 }
 interface Held {
   readonly connections: readonly { ok: boolean; error?: string; node?: string; pings: number }[];
+}
+
+/**
+ * Runs the spoofed flood at `vip`:85 from client-a until `maxMs`, or until node-a1's table
+ * has been full for `fullMs`; samples node-a1's count every 250 ms. The quota table in
+ * client-a is made afresh each time (the count bound holds per flood).
+ */
+async function flood(
+  lab: Lab,
+  vip: string,
+  st: { after: (fn: () => void) => void },
+  max: number,
+  maxMs: number,
+  fullMs = Number.POSITIVE_INFINITY,
+) {
+  try {
+    lab.exec("client-a", ["nft", "delete", "table", "ip", "plbflood"]);
+  } catch {
+    // not there yet
+  }
+  // the count bound, enforced by the kernel in the flooder's own namespace: past the
+  // quota every spoofed packet is dropped before it leaves client-a
+  lab.exec("client-a", [
+    "nft",
+    `add table ip plbflood { chain out { type filter hook output priority 0; ip saddr ${SPOOFED[0]}-${SPOOFED.at(-1)} counter quota over ${MAX_SYNS * SYN_BYTES} bytes drop; }; }`,
+  ]);
+  const floodAt = Date.now();
+  const flooders: ChildProcess[] = SPOOFED.map((source) =>
+    spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        lab.host("client-a").ns,
+        "hping3",
+        "-q",
+        "--flood",
+        "-S",
+        "-p",
+        "85",
+        "-a",
+        source,
+        vip,
+      ],
+      { stdio: "ignore" },
+    ),
+  );
+  const stop = () => {
+    for (const f of flooders) if (f.exitCode === null && f.signalCode === null) f.kill("SIGKILL");
+  };
+  st.after(stop);
+  const samples: { at: number; n: number }[] = [];
+  let fullSince: number | undefined;
+  while (Date.now() - floodAt < maxMs) {
+    const n = count(lab, "node-a1");
+    samples.push({ at: Date.now(), n });
+    if (n >= max * 0.99) fullSince ??= Date.now();
+    if (fullSince !== undefined && Date.now() - fullSince >= fullMs) break;
+    await sleep(250);
+  }
+  stop();
+  const floodEnd = Date.now();
+  const sent = Number(
+    /counter packets (\d+)/.exec(lab.exec("client-a", ["nft", "list", "table", "ip", "plbflood"]))?.[1] ?? 0,
+  );
+  return { floodAt, floodEnd, sent, samples };
 }
 
 test("floods: a spoofed SYN flood and many short UDP flows do not exhaust the data path", {
@@ -196,55 +269,7 @@ test("floods: a spoofed SYN flood and many short UDP flows do not exhaust the da
       ]) as unknown as Promise<Held>;
       await sleep(1500); // both clients connected (tsx start included)
 
-      // the count bound, enforced by the kernel in the flooder's own namespace: past the
-      // quota every spoofed packet is dropped before it leaves client-a
-      lab.exec("client-a", [
-        "nft",
-        `add table ip plbflood { chain out { type filter hook output priority 0; ip saddr ${SPOOFED[0]}-${SPOOFED.at(-1)} counter quota over ${MAX_SYNS * SYN_BYTES} bytes drop; }; }`,
-      ]);
-      const floodAt = Date.now();
-      const flooders: ChildProcess[] = SPOOFED.map((source) =>
-        spawn(
-          "ip",
-          [
-            "netns",
-            "exec",
-            lab.host("client-a").ns,
-            "hping3",
-            "-q",
-            "--flood",
-            "-S",
-            "-p",
-            "85",
-            "-a",
-            source,
-            vip,
-          ],
-          { stdio: "ignore" },
-        ),
-      );
-      const stop = () => {
-        for (const f of flooders) if (f.exitCode === null && f.signalCode === null) f.kill("SIGKILL");
-      };
-      st.after(stop);
-
-      // the node's count while the flood runs, every 250 ms; the flood stops when the table
-      // has been full for FULL_MS, or at FLOOD_MS
-      const samples: { at: number; n: number }[] = [];
-      let fullSince: number | undefined;
-      while (Date.now() - floodAt < FLOOD_MS) {
-        const n = count(lab, "node-a1");
-        samples.push({ at: Date.now(), n });
-        if (n >= max * 0.99) fullSince ??= Date.now();
-        if (fullSince !== undefined && Date.now() - fullSince >= FULL_MS) break;
-        await sleep(250);
-      }
-      stop();
-      const floodEnd = Date.now();
-      const sent = Number(
-        /counter packets (\d+)/.exec(lab.exec("client-a", ["nft", "list", "table", "ip", "plbflood"]))?.[1] ??
-          0,
-      );
+      const { floodAt, floodEnd, sent, samples } = await flood(lab, vip, st, max, FLOOD_MS, FULL_MS);
       const during = Object.fromEntries(LAB_HOSTS.map((h) => [h, count(lab, h)]));
       const hostDuring = hostCount();
       const earlyDrops = stat(lab, "node-a1", "early_drop");
@@ -322,6 +347,67 @@ test("floods: a spoofed SYN flood and many short UDP flows do not exhaust the da
       assert.ok(
         hostDuring < max / 2,
         `the flood's entries reached the test's own namespace (${hostDuring}): they must stay in the lab's`,
+      );
+    },
+  );
+
+  await t.test(
+    `a per-source meter on the LB host (${METER_RATE} SYN/s per source): the same flood makes few entries`,
+    { skip: noHping },
+    async (st) => {
+      const vip = await lab.vip("e2e/zonal");
+      const target = `${vip}:85`;
+      // start from an empty table: the first flood's entries would wait 60 s in SYN_RECV
+      lab.exec("node-a1", ["conntrack", "-F"]);
+      // a table of the test's own on the LB host, before passlb's (priority −250 < −200)
+      lab.exec("lb", [
+        "nft",
+        `add table inet plbmeter { set persrc4 { type ipv4_addr; size 65535; flags dynamic; timeout 10s; }; chain pre { type filter hook prerouting priority -250; ip daddr ${vip} tcp dport 85 tcp flags & (syn | ack) == syn add @persrc4 { ip saddr limit rate over ${METER_RATE}/second burst ${METER_RATE} packets } counter drop; }; }`,
+      ]);
+      st.after(() => {
+        try {
+          lab.exec("lb", ["nft", "delete", "table", "inet", "plbmeter"]);
+        } catch {
+          // the lab is going anyway
+        }
+      });
+      const before = count(lab, "node-a1");
+      const stream = lab.client("client-a", [
+        "--mode",
+        "stream",
+        "--target",
+        target,
+        "--duration",
+        String(METER_FLOOD_MS + 3000),
+        "--interval",
+        "20",
+        "--timeout",
+        "1000",
+      ]) as unknown as Promise<Stream>;
+      await sleep(1500);
+      const f = await flood(lab, vip, st, max, METER_FLOOD_MS);
+      const after = count(lab, "node-a1");
+      const metered = Number(
+        /counter packets (\d+)/.exec(lab.exec("lb", ["nft", "list", "table", "inet", "plbmeter"]))?.[1] ?? 0,
+      );
+      const s = await stream;
+      const at = (e: StreamEvent) => s.started + e.t;
+      const inFlood = s.events.filter((e) => at(e) >= f.floodAt && at(e) <= f.floodEnd);
+      const ok = inFlood.filter((e) => e.ok).length;
+      const seconds = (f.floodEnd - f.floodAt) / 1000;
+      // what the meter lets through: each source's rate for the flood's length plus its burst
+      const allowed = SPOOFED.length * METER_RATE * (seconds + 1);
+      st.diagnostic(
+        `meter: ${f.sent} spoofed SYNs in ${seconds.toFixed(1)} s (${Math.round(f.sent / seconds)} SYN/s), ${metered} dropped by the meter; node-a1's count ${before} → ${after} (allowed ≤ ${allowed} by the meter, plus the legitimate client's); legitimate: ${ok} of ${inFlood.length} during the flood`,
+      );
+      assert.ok(f.sent > allowed * 2, `the flood was too weak to show the meter: ${f.sent} SYNs`);
+      assert.ok(
+        after - before <= allowed + inFlood.length + 200,
+        `the meter let ${after - before} entries in`,
+      );
+      assert.ok(
+        ok >= inFlood.length * 0.99,
+        `only ${ok} of ${inFlood.length} legitimate connections succeeded`,
       );
     },
   );
