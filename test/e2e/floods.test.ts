@@ -396,7 +396,7 @@ test("floods: a spoofed SYN flood and many short UDP flows do not exhaust the da
       const ok = inFlood.filter((e) => e.ok).length;
       const seconds = (f.floodEnd - f.floodAt) / 1000;
       // what the meter lets through: each source's rate for the flood's length plus its burst
-      const allowed = SPOOFED.length * METER_RATE * (seconds + 1);
+      const allowed = Math.round(SPOOFED.length * METER_RATE * (seconds + 1));
       st.diagnostic(
         `meter: ${f.sent} spoofed SYNs in ${seconds.toFixed(1)} s (${Math.round(f.sent / seconds)} SYN/s), ${metered} dropped by the meter; node-a1's count ${before} → ${after} (allowed ≤ ${allowed} by the meter, plus the legitimate client's); legitimate: ${ok} of ${inFlood.length} during the flood`,
       );
