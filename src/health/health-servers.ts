@@ -7,15 +7,20 @@
  * (`failed_to_start_service_healthcheck`, kube-proxy's Warning Event
  * FailedToStartServiceHealthcheck), not a crash, and is tried again on the next update.
  *
+ * Hostile clients (idle or slow connections by the thousand, oversized requests) are
+ * bounded by http-limits.ts: one connection budget for all these servers, tight node:http
+ * timeouts, bodies never drained.
+ *
  * Every answer is built by state-responses.ts from the current model, the freshness
  * record and the clock; this file only owns sockets. It deliberately does not read
  * manifests or decide anything about endpoints.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { IpFamily } from "../net/ip.ts";
 import type { Finding } from "../plan/load-balancer-plan.ts";
 import type { Clock } from "./clock.ts";
+import { ConnectionBudget, defaultHttpLimits, type HttpLimits, limitedHttpServer } from "./http-limits.ts";
 import type { AgentHealthModel, ServiceHealthModel } from "./state-agent-model.ts";
 import { markQueued, markUpdated, type ProxyFreshness, proxyHealth } from "./state-proxy-health.ts";
 import {
@@ -40,6 +45,8 @@ export interface HealthServersOptions {
   /** kube-proxy: 2 × the sync period */
   readonly healthTimeoutMs: number;
   readonly onFinding: (finding: Finding) => void;
+  /** connection budget (shared by all these servers) and timeouts; http-limits.ts defaults */
+  readonly httpLimits?: HttpLimits;
 }
 
 type Counter = Record<"200" | "503", number>;
@@ -51,6 +58,9 @@ interface ServiceServer {
 
 export class HealthServers {
   readonly #options: HealthServersOptions;
+  readonly #limits: HttpLimits;
+  /** one budget for all of them: a hostile client cannot open more by using several ports */
+  readonly #budget: ConnectionBudget;
   #freshness: ProxyFreshness = {};
   #model: AgentHealthModel | undefined;
   #byPort = new Map<number, ServiceHealthModel>();
@@ -67,6 +77,13 @@ export class HealthServers {
 
   constructor(options: HealthServersOptions) {
     this.#options = options;
+    this.#limits = options.httpLimits ?? defaultHttpLimits();
+    this.#budget = new ConnectionBudget(this.#limits.maxConnections);
+  }
+
+  /** open connections of all the servers, and how many the budget has closed */
+  connections(): { open: number; max: number; evicted: number } {
+    return { open: this.#budget.size, max: this.#budget.max, evicted: this.#budget.evicted };
   }
 
   /** the rules of `family` are up to date now (kube-proxy `Updated`) */
@@ -133,8 +150,10 @@ export class HealthServers {
     kind: "healthz" | "service",
     svc: ServiceHealthModel | undefined,
   ): Promise<Server | undefined> {
-    const server = createServer(
+    const server = limitedHttpServer(
       kind === "healthz" ? this.#answerNode : (_req, res) => this.#answerService(address.port, res),
+      this.#limits,
+      this.#budget,
     );
     const target = `${address.host ?? "*"}:${address.port}`;
     return new Promise((resolve) => {

@@ -14,13 +14,21 @@
  * Binds loopback unless told otherwise (the page shows cluster topology; exposing it is
  * the operator's decision). A Content-Security-Policy forbids the page any origin but its
  * own, so it works offline and cannot leak. Only GET and HEAD; anything else is 405.
+ * Slow, idle and oversized clients are bounded by health/http-limits.ts (a connection
+ * budget, tight timeouts, bodies not drained), so `/healthz` stays answered under them.
  * Not here: what the state is (the command hands a `state()` function) and the clock.
  */
 import { readFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { failingLine, type KubeApiReport } from "../cluster/kube-api-health.ts";
+import {
+  ConnectionBudget,
+  defaultHttpLimits,
+  type HttpLimits,
+  limitedHttpServer,
+} from "../health/http-limits.ts";
 import type { DashboardState } from "./dashboard-state.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -35,6 +43,8 @@ export interface DashboardServerOptions {
   readonly metrics?: Metrics;
   /** `/readyz`; ready when left out */
   readonly readiness?: () => KubeApiReport;
+  /** connection budget and timeouts (health/http-limits.ts defaults) */
+  readonly httpLimits?: HttpLimits;
 }
 
 const CSP =
@@ -68,9 +78,12 @@ export class DashboardServer {
 
   /** Listens; rejects when the address cannot be bound (in use, not local). */
   async start(): Promise<{ url: string }> {
-    const server = createServer((req, res) => this.#handle(req, res));
-    server.keepAliveTimeout = 5_000;
-    server.headersTimeout = 10_000;
+    const limits = this.#o.httpLimits ?? defaultHttpLimits();
+    const server = limitedHttpServer(
+      (req, res) => this.#handle(req, res),
+      limits,
+      new ConnectionBudget(limits.maxConnections),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(this.#o.port, this.#o.host, () => {
