@@ -8,9 +8,11 @@
 // concurrent clients each doing connect / 1-byte request / answer / close for 3 s), and
 // latency at 1,000 requests/s (10 kept-alive connections × 100 requests/s, 1-byte ping-pong,
 // 3 s): p50/p99 and the p99 each proxy adds over direct.
-// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 3] [--libuv] [--naive] [--rate-only]
-// (--libuv adds passlb on its opt-in experimental libuv-handle plumbing, 127.0.5.5; --naive
-// a minimal Node proxy; --rate-only measures connection rate only)
+// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 3] [--libuv] [--lean] [--naive] [--rate-only]
+// (--libuv adds passlb on its opt-in experimental libuv-handle plumbing, 127.0.5.5; --lean
+// the leanest node:net proxy (bench/lean-node-proxy.mjs), as it is and with pauseOnConnect,
+// 127.0.5.6/.7: node:net's own floor; --naive a createServer + pipe Node proxy;
+// --rate-only measures connection rate only)
 // The paths are interleaved within each round, in a rotating order; the last lines print the
 // passlb/HAProxy ratios (medians of the per-round ratios), the CPU each spent per connection
 // (user + system, from /proc) and the load average around the run.
@@ -35,6 +37,7 @@ const STREAM_BYTES = 128 * 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 
 const NAIVE = process.argv.includes("--naive");
+const LEAN = process.argv.includes("--lean");
 const LIBUV = process.argv.includes("--libuv");
 const role = process.argv[process.argv.indexOf("--role") + 1];
 if (process.argv.includes("--role") && role === "backend") await runBackend();
@@ -307,6 +310,12 @@ async function main(): Promise<void> {
       { name: "passlb", ...PASSLB },
       ...(LIBUV ? [{ name: "passlb-libuv", ...PASSLB_LIBUV }] : []),
       ...(NAIVE ? [{ name: "naive", host: "127.0.5.4", port: 18080 }] : []),
+      ...(LEAN
+        ? [
+            { name: "lean", host: "127.0.5.6", port: 18080 },
+            { name: "lean-paused", host: "127.0.5.7", port: 18080 },
+          ]
+        : []),
     ];
     type Row = {
       mbps: number[];
@@ -330,6 +339,20 @@ async function main(): Promise<void> {
       procs.push(uv);
       pidOf["passlb-libuv"] = uv.pid;
     }
+    if (LEAN)
+      for (const [name, host, extra] of [
+        ["lean", "127.0.5.6", []],
+        ["lean-paused", "127.0.5.7", ["--pause-on-connect"]],
+      ] as const) {
+        const lean = spawn(
+          process.execPath,
+          [fileURLToPath(new URL("lean-node-proxy.mjs", import.meta.url)), host, ...extra],
+          { stdio: "inherit" },
+        );
+        procs.push(lean);
+        pidOf[name] = lean.pid;
+      }
+    if (LEAN) await new Promise((r) => setTimeout(r, 1000));
     if (NAIVE) {
       // a minimal Node proxy (createServer + connect + pipe), to tell Node's cost from ours
       const naive = spawn(
@@ -403,7 +426,7 @@ async function main(): Promise<void> {
     const p = m("passlb");
     console.log(`rounds: ${rounds} (medians)`);
     console.log(
-      "path      throughput MB/s   connections/s   CPU µs/conn (sys)   client µs/conn   p50 µs   p99 µs   added p99 µs",
+      "path         throughput MB/s   connections/s   CPU µs/conn (sys)   client µs/conn   p50 µs   p99 µs   added p99 µs",
     );
     const f = (x: number, w: number) => (Number.isNaN(x) ? "-" : x.toFixed(0)).padStart(w);
     for (const [name, x] of [
@@ -412,9 +435,10 @@ async function main(): Promise<void> {
       ["passlb", p],
       ...(LIBUV ? [["passlb-libuv", m("passlb-libuv")] as const] : []),
       ...(NAIVE ? [["naive", m("naive")] as const] : []),
+      ...(LEAN ? ([["lean", m("lean")] as const, ["lean-paused", m("lean-paused")] as const] as const) : []),
     ] as const)
       console.log(
-        `${name.padEnd(9)} ${f(x.mbps, 15)} ${f(x.cps, 15)} ${f(x.cpu, 11)} ${`(${f(x.sys, 0)})`.padStart(7)} ${f(x.gen, 16)} ${f(x.p50, 8)} ${f(x.p99, 8)} ${(name === "direct" ? "-" : f(x.p99 - d.p99, 0)).padStart(14)}`,
+        `${name.padEnd(12)} ${f(x.mbps, 15)} ${f(x.cps, 15)} ${f(x.cpu, 11)} ${`(${f(x.sys, 0)})`.padStart(7)} ${f(x.gen, 16)} ${f(x.p50, 8)} ${f(x.p99, 8)} ${(name === "direct" ? "-" : f(x.p99 - d.p99, 0)).padStart(14)}`,
       );
     if (LIBUV) {
       const n = m("passlb-libuv");
