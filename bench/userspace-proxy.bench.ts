@@ -446,6 +446,13 @@ async function main(): Promise<void> {
         `passlb-libuv (experimental) / haproxy, medians:${quick ? "" : ` throughput ${(n.mbps / h.mbps).toFixed(2)},`} connection rate ${(n.cps / h.cps).toFixed(2)}, CPU per connection ${(n.cpu / h.cpu).toFixed(1)}×`,
       );
     }
+    if (LEAN) {
+      const l = m("lean");
+      const lp = m("lean-paused");
+      console.log(
+        `lean (node:net's floor) / haproxy, medians: connection rate ${(l.cps / h.cps).toFixed(2)}, CPU per connection ${(l.cpu / h.cpu).toFixed(1)}×; passlb / lean CPU per connection ${(p.cpu / l.cpu).toFixed(2)}×; lean-paused / lean ${(lp.cpu / l.cpu).toFixed(2)}×`,
+      );
+    }
     const cpuTotal = process.cpuUsage();
     console.log(
       `load average (1 min) from ${loads[0]!.toFixed(2)} to ${loads.at(-1)!.toFixed(2)} (max ${Math.max(...loads).toFixed(2)}); load generator CPU ${((cpuTotal.user + cpuTotal.system) / 1e6).toFixed(1)} s`,
