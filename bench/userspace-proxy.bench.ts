@@ -3,14 +3,16 @@
 //   direct   client → backend 127.0.5.2:18000
 //   haproxy  client → haproxy 127.0.5.3:18080 → backend   (mode tcp, nbthread 1)
 //   passlb   client → passlb  127.0.5.1:18080 → backend   (one Node process: one thread;
-//            TCP on libuv handles, the default where available: tcp-plumbing.ts)
+//            TCP on node:net sockets, the default: tcp-plumbing.ts)
 // Measures: throughput (4 connections each downloading 128 MiB), connection rate (32
 // concurrent clients each doing connect / 1-byte request / answer / close for 3 s), and
 // latency at 1,000 requests/s (10 kept-alive connections × 100 requests/s, 1-byte ping-pong,
 // 3 s): p50/p99 and the p99 each proxy adds over direct.
-// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 3] [--net] [--naive] [--rate-only]
-// (--net adds passlb on its node:net fallback plumbing, 127.0.5.5; --naive a minimal Node
-// proxy; --rate-only measures connection rate only)
+// Run: node --import tsx bench/userspace-proxy.bench.ts [--rounds 3] [--libuv] [--lean] [--naive] [--rate-only]
+// (--libuv adds passlb on its opt-in experimental libuv-handle plumbing, 127.0.5.5; --lean
+// the leanest node:net proxy (bench/lean-node-proxy.mjs), as it is and with pauseOnConnect,
+// 127.0.5.6/.7: node:net's own floor; --naive a createServer + pipe Node proxy;
+// --rate-only measures connection rate only)
 // The paths are interleaved within each round, in a rotating order; the last lines print the
 // passlb/HAProxy ratios (medians of the per-round ratios), the CPU each spent per connection
 // (user + system, from /proc) and the load average around the run.
@@ -28,18 +30,19 @@ import type { LoadBalancerPlan } from "../src/plan/load-balancer-plan.ts";
 
 const BACKEND = { host: "127.0.5.2", port: 18000 };
 const PASSLB = { host: "127.0.5.1", port: 18080 };
-/** passlb on its node:net fallback plumbing (`--net`) */
-const PASSLB_NET = { host: "127.0.5.5", port: 18080 };
+/** passlb on its experimental libuv-handle plumbing (`--libuv`) */
+const PASSLB_LIBUV = { host: "127.0.5.5", port: 18080 };
 const HAPROXY = { host: "127.0.5.3", port: 18080 };
 const STREAM_BYTES = 128 * 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 
 const NAIVE = process.argv.includes("--naive");
-const NET = process.argv.includes("--net");
+const LEAN = process.argv.includes("--lean");
+const LIBUV = process.argv.includes("--libuv");
 const role = process.argv[process.argv.indexOf("--role") + 1];
 if (process.argv.includes("--role") && role === "backend") await runBackend();
-else if (process.argv.includes("--role") && role === "passlb") await runPasslb("auto");
-else if (process.argv.includes("--role") && role === "passlb-net") await runPasslb("net");
+else if (process.argv.includes("--role") && role === "passlb") await runPasslb("net");
+else if (process.argv.includes("--role") && role === "passlb-libuv") await runPasslb("experimental-libuv");
 else await main();
 
 // ---------------------------------------------------------------- backend
@@ -71,8 +74,8 @@ async function runBackend(): Promise<void> {
 }
 
 // ---------------------------------------------------------------- passlb under test
-async function runPasslb(tcp: "auto" | "net"): Promise<void> {
-  const at = tcp === "net" ? PASSLB_NET : PASSLB;
+async function runPasslb(tcp: "net" | "experimental-libuv"): Promise<void> {
+  const at = tcp === "experimental-libuv" ? PASSLB_LIBUV : PASSLB;
   const member = {
     node: "backend",
     zone: "",
@@ -305,8 +308,14 @@ async function main(): Promise<void> {
       { name: "direct", ...BACKEND },
       { name: "haproxy", ...HAPROXY },
       { name: "passlb", ...PASSLB },
-      ...(NET ? [{ name: "passlb-net", ...PASSLB_NET }] : []),
+      ...(LIBUV ? [{ name: "passlb-libuv", ...PASSLB_LIBUV }] : []),
       ...(NAIVE ? [{ name: "naive", host: "127.0.5.4", port: 18080 }] : []),
+      ...(LEAN
+        ? [
+            { name: "lean", host: "127.0.5.6", port: 18080 },
+            { name: "lean-paused", host: "127.0.5.7", port: 18080 },
+          ]
+        : []),
     ];
     type Row = {
       mbps: number[];
@@ -325,11 +334,25 @@ async function main(): Promise<void> {
       passlb: procs[1]!.pid,
       direct: procs[0]!.pid,
     };
-    if (NET) {
-      const net = await child("passlb-net");
-      procs.push(net);
-      pidOf["passlb-net"] = net.pid;
+    if (LIBUV) {
+      const uv = await child("passlb-libuv");
+      procs.push(uv);
+      pidOf["passlb-libuv"] = uv.pid;
     }
+    if (LEAN)
+      for (const [name, host, extra] of [
+        ["lean", "127.0.5.6", []],
+        ["lean-paused", "127.0.5.7", ["--pause-on-connect"]],
+      ] as const) {
+        const lean = spawn(
+          process.execPath,
+          [fileURLToPath(new URL("lean-node-proxy.mjs", import.meta.url)), host, ...extra],
+          { stdio: "inherit" },
+        );
+        procs.push(lean);
+        pidOf[name] = lean.pid;
+      }
+    if (LEAN) await new Promise((r) => setTimeout(r, 1000));
     if (NAIVE) {
       // a minimal Node proxy (createServer + connect + pipe), to tell Node's cost from ours
       const naive = spawn(
@@ -403,23 +426,31 @@ async function main(): Promise<void> {
     const p = m("passlb");
     console.log(`rounds: ${rounds} (medians)`);
     console.log(
-      "path      throughput MB/s   connections/s   CPU µs/conn (sys)   client µs/conn   p50 µs   p99 µs   added p99 µs",
+      "path         throughput MB/s   connections/s   CPU µs/conn (sys)   client µs/conn   p50 µs   p99 µs   added p99 µs",
     );
     const f = (x: number, w: number) => (Number.isNaN(x) ? "-" : x.toFixed(0)).padStart(w);
     for (const [name, x] of [
       ["direct", d],
       ["haproxy", h],
       ["passlb", p],
-      ...(NET ? [["passlb-net", m("passlb-net")] as const] : []),
+      ...(LIBUV ? [["passlb-libuv", m("passlb-libuv")] as const] : []),
       ...(NAIVE ? [["naive", m("naive")] as const] : []),
+      ...(LEAN ? ([["lean", m("lean")] as const, ["lean-paused", m("lean-paused")] as const] as const) : []),
     ] as const)
       console.log(
-        `${name.padEnd(9)} ${f(x.mbps, 15)} ${f(x.cps, 15)} ${f(x.cpu, 11)} ${`(${f(x.sys, 0)})`.padStart(7)} ${f(x.gen, 16)} ${f(x.p50, 8)} ${f(x.p99, 8)} ${(name === "direct" ? "-" : f(x.p99 - d.p99, 0)).padStart(14)}`,
+        `${name.padEnd(12)} ${f(x.mbps, 15)} ${f(x.cps, 15)} ${f(x.cpu, 11)} ${`(${f(x.sys, 0)})`.padStart(7)} ${f(x.gen, 16)} ${f(x.p50, 8)} ${f(x.p99, 8)} ${(name === "direct" ? "-" : f(x.p99 - d.p99, 0)).padStart(14)}`,
       );
-    if (NET) {
-      const n = m("passlb-net");
+    if (LIBUV) {
+      const n = m("passlb-libuv");
       console.log(
-        `passlb-net (node:net fallback) / haproxy, medians:${quick ? "" : ` throughput ${(n.mbps / h.mbps).toFixed(2)},`} connection rate ${(n.cps / h.cps).toFixed(2)}, CPU per connection ${(n.cpu / h.cpu).toFixed(1)}×`,
+        `passlb-libuv (experimental) / haproxy, medians:${quick ? "" : ` throughput ${(n.mbps / h.mbps).toFixed(2)},`} connection rate ${(n.cps / h.cps).toFixed(2)}, CPU per connection ${(n.cpu / h.cpu).toFixed(1)}×`,
+      );
+    }
+    if (LEAN) {
+      const l = m("lean");
+      const lp = m("lean-paused");
+      console.log(
+        `lean (node:net's floor) / haproxy, medians: connection rate ${(l.cps / h.cps).toFixed(2)}, CPU per connection ${(l.cpu / h.cpu).toFixed(1)}×; passlb / lean CPU per connection ${(p.cpu / l.cpu).toFixed(2)}×; lean-paused / lean ${(lp.cpu / l.cpu).toFixed(2)}×`,
       );
     }
     const cpuTotal = process.cpuUsage();
@@ -427,7 +458,7 @@ async function main(): Promise<void> {
       `load average (1 min) from ${loads[0]!.toFixed(2)} to ${loads.at(-1)!.toFixed(2)} (max ${Math.max(...loads).toFixed(2)}); load generator CPU ${((cpuTotal.user + cpuTotal.system) / 1e6).toFixed(1)} s`,
     );
     console.log(
-      `ratio passlb/haproxy (median of rounds):${quick ? "" : ` throughput ${median(ratios.mbps).toFixed(2)} (goal ≥ 1.0),`} connection rate ${median(ratios.cps).toFixed(2)} (goal ≥ 0.7), CPU per connection ${median(ratios.cpu).toFixed(1)}×${quick ? "" : `; added p99 at 1,000 requests/s: passlb ${f(p.p99 - d.p99, 0)} µs, haproxy ${f(h.p99 - d.p99, 0)} µs`}`,
+      `ratio passlb/haproxy (median of rounds):${quick ? "" : ` throughput ${median(ratios.mbps).toFixed(2)} (goal ≥ 1.1),`} connection rate ${median(ratios.cps).toFixed(2)} (goal ≥ 1.0), CPU per connection ${median(ratios.cpu).toFixed(1)}×${quick ? "" : `; added p99 at 1,000 requests/s: passlb ${f(p.p99 - d.p99, 0)} µs, haproxy ${f(h.p99 - d.p99, 0)} µs`}`,
     );
   } finally {
     await Promise.all(

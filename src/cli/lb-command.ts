@@ -13,7 +13,7 @@
 import type { Command } from "commander";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
-import { describeTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
+import { describeTcpPlumbing, parseTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
 import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
@@ -30,6 +30,7 @@ interface LbOptions extends NftLbFlags, ObservabilityFlags {
   filename: string[];
   dataplane: string;
   proxyProtocol?: boolean;
+  tcpPlumbing: string;
   loopback?: boolean;
   duration?: string;
   kubeconfig?: string;
@@ -55,6 +56,11 @@ export function registerLbCommand(
     )
     .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
     .option("--proxy-protocol", "send PROXY protocol v2 to the nodes")
+    .option(
+      "--tcp-plumbing <kind>",
+      "userspace TCP: net (node:net sockets) or experimental-libuv (libuv handles through undocumented Node internals; may break on a Node upgrade)",
+      "net",
+    )
     .option("--loopback", "apply the loopback rewrite of passlb up (docs/quickstart.md)")
     .option("--duration <seconds>", "stop by itself after this many seconds")
     .option("--kubeconfig <path>", "read the cluster through this kubeconfig (Kubernetes mode)")
@@ -79,6 +85,12 @@ export function registerLbCommand(
     const input = kubeMod ? kubeMod.chooseLbInput(opts, env.kubeEnv ?? {}) : ({ kind: "manifests" } as const);
     if (typeof input === "string") {
       io.stderr(`error: ${input}\n`);
+      setExitCode(2);
+      return;
+    }
+    const tcp = parseTcpPlumbing(opts.tcpPlumbing);
+    if (tcp === undefined) {
+      io.stderr(`error: --tcp-plumbing must be net or experimental-libuv, not ${opts.tcpPlumbing}\n`);
       setExitCode(2);
       return;
     }
@@ -116,7 +128,7 @@ export function registerLbCommand(
     }
     if (kube) {
       io.stdout(`passlb lb: data plane userspace (${choice.reason})\n`);
-      await runUserspaceKube(kube, opts, io, env, obs);
+      await runUserspaceKube(kube, { ...opts, tcp }, io, env, obs);
       return;
     }
     const loaded = await loadSnapshot(opts.filename, io);
@@ -132,6 +144,7 @@ export function registerLbCommand(
     const lb = new UserspaceLb({
       seed: 0x5eed,
       proxyProtocol: opts.proxyProtocol ?? false,
+      tcp,
     });
     // connections and bytes: the LB's own tallies, read at each scrape and dashboard refresh
     obs.observer.traffic(() => lb.trafficTotals());
@@ -150,7 +163,9 @@ export function registerLbCommand(
     });
     prober.setPlans(plans);
     await apply();
-    io.stdout(`passlb lb: data plane userspace (${choice.reason}); ${describeTcpPlumbing(lb.tcpPlumbing)}\n`);
+    io.stdout(
+      `passlb lb: data plane userspace (${choice.reason}); ${describeTcpPlumbing(lb.tcpPlumbing, tcp)}\n`,
+    );
     const dashboard = await obs.serve();
     if (dashboard) io.stdout(`  dashboard: ${dashboard} (metrics at ${dashboard}metrics)\n`);
     for (const p of plans)

@@ -10,7 +10,7 @@
  */
 
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
-import { describeTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
+import { describeTcpPlumbing, type TcpPlumbingChoice } from "../dataplane/userspace/tcp-plumbing.ts";
 import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
@@ -25,6 +25,8 @@ import type { RunEnv } from "./up-command.ts";
 
 export interface UserspaceKubeFlags {
   proxyProtocol?: boolean;
+  /** node:net (the default) or the experimental libuv handles (tcp-plumbing.ts) */
+  tcp?: TcpPlumbingChoice;
   loopback?: boolean;
   duration?: string;
 }
@@ -36,8 +38,9 @@ export async function runUserspaceKube(
   env: RunEnv,
   obs: Observability,
 ): Promise<void> {
-  const lb = new UserspaceLb({ seed: 0x5eed, proxyProtocol: opts.proxyProtocol ?? false });
-  io.stdout(`  ${describeTcpPlumbing(lb.tcpPlumbing)}\n`);
+  const tcp = opts.tcp ?? "net";
+  const lb = new UserspaceLb({ seed: 0x5eed, proxyProtocol: opts.proxyProtocol ?? false, tcp });
+  io.stdout(`  ${describeTcpPlumbing(lb.tcpPlumbing, tcp)}\n`);
   // connections and bytes: the LB's own tallies, read at each scrape (as in manifest mode)
   obs.observer.traffic(() => lb.trafficTotals());
   const cache = createPlanCache();

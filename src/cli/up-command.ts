@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import type { KubeEnv } from "../cluster/kube-config.ts";
 import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
-import { describeTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
+import { describeTcpPlumbing, parseTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
 import { ControlServer, DEFAULT_CONTROL_PORT } from "../quickstart/control-server.ts";
 import { renderLiveLines, renderLiveView } from "../quickstart/live-view.ts";
 import { QuickstartRun } from "../quickstart/quickstart-run.ts";
@@ -48,6 +48,7 @@ interface UpOptions extends ObservabilityFlags {
   probeInterval: string;
   refresh?: string;
   labName: string;
+  tcpPlumbing: string;
 }
 
 export function registerUpCommand(
@@ -80,6 +81,11 @@ export function registerUpCommand(
       "1000",
     )
     .option("--refresh <seconds>", "live view period (default 1 on a terminal, 5 otherwise)")
+    .option(
+      "--tcp-plumbing <kind>",
+      "userspace: the LB's TCP on net (node:net sockets) or experimental-libuv (undocumented Node internals; may break on a Node upgrade)",
+      "net",
+    )
     .option("--lab-name <name>", "nftables: the lab's name (namespaces plb-<name>-*)", "up");
   // JSON logs at warn by default: the live view is the human output
   addObservabilityOptions(command, "127.0.0.1:9797", "warn").action(async (opts: UpOptions) => {
@@ -103,6 +109,11 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
       `error: ${choice.reason}: passlb up --dataplane nftables builds the network-namespace lab (docs/lab.md); without root, plain passlb up runs the same folder on the userspace proxy\n`,
     );
     return 1;
+  }
+  const tcp = parseTcpPlumbing(opts.tcpPlumbing);
+  if (tcp === undefined) {
+    io.stderr(`error: --tcp-plumbing must be net or experimental-libuv, not ${opts.tcpPlumbing}\n`);
+    return 2;
   }
   const dir = opts.filename ?? BUNDLED_EXAMPLE;
   const port = Number(opts.controlPort);
@@ -142,6 +153,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   const run = new QuickstartRun({
     dir,
     probeIntervalMs: probeMs,
+    tcp,
     log: (l) => io.stderr(`${l}\n`),
     observer: obs.observer,
   });
@@ -174,7 +186,7 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   const dashboard = await obs.serve();
   const signal = env.shutdownSignal();
   io.stdout(
-    `passlb up: data plane userspace (${reason}); ${describeTcpPlumbing(run.tcpPlumbing)}; folder ${dir}\n`,
+    `passlb up: data plane userspace (${reason}); ${describeTcpPlumbing(run.tcpPlumbing, tcp)}; folder ${dir}\n`,
   );
   io.stdout(
     "  as root with nft, passlb up --dataplane nftables runs the same folder on the kernel data plane in the network-namespace lab\n",

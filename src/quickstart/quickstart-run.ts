@@ -14,6 +14,7 @@ import { manifestSignature } from "../cluster/watch-manifests.ts";
 import { serviceForwarding } from "../dataplane/forwarding-state.ts";
 import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
 import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
+import type { TcpPlumbingChoice } from "../dataplane/userspace/tcp-plumbing.ts";
 import { type LbEvent, UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
 import { realClock } from "../health/clock.ts";
 import { HealthServers } from "../health/health-servers.ts";
@@ -45,6 +46,8 @@ export interface QuickstartOptions {
   readonly log: (line: string) => void;
   /** metrics, JSON logs and the dashboard (src/web/observer.ts) */
   readonly observer?: Observer;
+  /** the LB's TCP plumbing (tcp-plumbing.ts): node:net unless the experimental one is asked for */
+  readonly tcp?: TcpPlumbingChoice;
 }
 
 export interface QuickstartStart {
@@ -105,6 +108,7 @@ export class QuickstartRun {
     this.#lb = new UserspaceLb({
       seed: this.#seed,
       proxyProtocol: true,
+      tcp: options.tcp ?? "net",
       udpIdleMs: options.udpIdleMs ?? 30_000,
       now: this.#now,
       clientZone: (a) => this.#clientZone(a),

@@ -1,4 +1,4 @@
-/** The userspace LB's socket behaviour on libuv's TCP handles (the default where available). */
+/** The userspace LB's socket behaviour on libuv's TCP handles (opt-in: `tcp: "experimental-libuv"`). */
 import { lbPlumbingSuite } from "./lb-plumbing-suite.ts";
 
 lbPlumbingSuite("libuv", 18600);

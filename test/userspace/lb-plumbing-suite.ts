@@ -40,7 +40,7 @@ function sendPattern(s: Socket, total: number): void {
 }
 
 export function lbPlumbingSuite(tcp: "libuv" | "net", PORT: number): void {
-  const kind = tcp === "net" ? "net" : "auto";
+  const kind = tcp === "net" ? "net" : "experimental-libuv";
   const STREAM = 12 * 1024 * 1024;
   setFlagsFromString("--expose-gc");
   const gc = runInNewContext("gc") as () => void;

@@ -1,7 +1,7 @@
 /**
  * `passlb up` as a user runs it (a child process, no root, loopback only): it starts the
  * bundled example, serves traffic, refuses a second instance, and stops cleanly on SIGINT
- * within a bounded time, leaving its ports free.
+ * within a bounded time, leaving its ports free; an unknown --tcp-plumbing is refused.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -53,6 +53,8 @@ test("passlb up starts the example, serves traffic, refuses a second instance an
   );
   assert.match(first.out(), /curl -s http:\/\/127\.0\.1\.3:8080\//);
   assert.match(first.out(), /demo\/web: ingress 127\.0\.1\.3 \(ipMode Proxy\)/);
+  // the default TCP plumbing is the documented one (tcp-plumbing.ts)
+  assert.match(first.out(), /; TCP on node:net sockets;/);
   const status = (await (await fetch(`http://127.0.0.1:${CONTROL}/`)).json()) as {
     status: Array<{ service: string; loadBalancer: { ingress: Array<{ ip: string; ipMode: string }> } }>;
   };
@@ -86,4 +88,12 @@ test("passlb up starts the example, serves traffic, refuses a second instance an
   assert.ok(await portClosed("127.0.1.3", 8080), "the VIP listener is gone");
   assert.ok(await portClosed("127.0.2.11", 30080), "the node agent is gone");
   assert.ok(await portClosed("127.0.0.1", Number(CONTROL)), "the control port is free");
+});
+
+test("passlb up refuses an unknown --tcp-plumbing before starting anything", {
+  timeout: 15_000,
+}, async () => {
+  const run = start(["--tcp-plumbing", "libuv", "--duration", "5"]);
+  assert.equal(await run.exited, 2);
+  assert.match(run.out(), /--tcp-plumbing must be net or experimental-libuv, not libuv/);
 });

@@ -1,5 +1,6 @@
 /**
- * The libuv TCP plumbing on its own, on loopback (127.0.8.0/24): it is refused when the
+ * The libuv TCP plumbing on its own, on loopback (127.0.8.0/24): it runs only when asked for
+ * as experimental-libuv (node:net is the LB's default); it is refused when the
  * binding lacks anything it uses; a target that never answers fails the splice after the
  * deadline and leaves the client to the caller; a client that goes away while its target
  * is being reached gets done(false); nothing stays open, also after a reset requested while
@@ -11,7 +12,13 @@ import { connect, createServer, type Socket } from "node:net";
 import { after, test } from "node:test";
 import { stuckListener } from "../../../test/support/stuck-listener.ts";
 import { libuvTcpPlumbing } from "./libuv-tcp.ts";
-import type { ClientConnection, TcpPlumbing } from "./tcp-plumbing.ts";
+import {
+  type ClientConnection,
+  describeTcpPlumbing,
+  parseTcpPlumbing,
+  type TcpPlumbing,
+} from "./tcp-plumbing.ts";
+import { UserspaceLb } from "./userspace-lb.ts";
 
 const cleanup: Array<() => void> = [];
 after(() => {
@@ -41,6 +48,25 @@ test("refused, not half-used, when the binding lacks a constructor, a method or 
     return { ...b, TCP };
   };
   assert.equal(libuvTcpPlumbing(withoutReset), undefined);
+});
+
+test("the libuv plumbing runs only when asked for by its experimental name; a refused one says why", () => {
+  assert.equal(parseTcpPlumbing("net"), "net");
+  assert.equal(parseTcpPlumbing("experimental-libuv"), "experimental-libuv");
+  assert.equal(parseTcpPlumbing("libuv"), undefined, "the old name is not an alias");
+  assert.equal(parseTcpPlumbing("auto"), undefined);
+  assert.equal(describeTcpPlumbing("net"), "TCP on node:net sockets");
+  assert.match(describeTcpPlumbing("libuv", "experimental-libuv"), /libuv handles \(experimental/);
+  // asked for, but this Node lacks the handles: the start-up line names the fallback
+  assert.match(describeTcpPlumbing("net", "experimental-libuv"), /node:net.*does not expose/);
+});
+
+test("the LB's default TCP plumbing is node:net; the experimental one runs when named", async () => {
+  const byDefault = new UserspaceLb({ seed: 1 });
+  const asked = new UserspaceLb({ seed: 1, tcp: "experimental-libuv" });
+  assert.equal(byDefault.tcpPlumbing, "net");
+  assert.equal(asked.tcpPlumbing, "libuv", "this Node exposes the handles (see the first test)");
+  await Promise.all([byDefault.close(), asked.close()]);
 });
 
 /** a plumbing listening on `host`, and one client connected to it: its accepted side */

@@ -4,10 +4,12 @@
  * tcp-proxy.ts: backpressure, half-close, errors, connect deadline, byte tallies).
  * Two implementations with the same contract (test/userspace/lb-plumbing-suite.ts runs on
  * both):
- * - `libuvTcpPlumbing` (libuv-tcp.ts): libuv's TCP handles driven directly, without
- *   net.Socket and its streams: about half the CPU per connection; used when this Node
- *   exposes them;
- * - `netTcpPlumbing` (below): node:net sockets, the fallback, and what the node proxy uses.
+ * - `netTcpPlumbing` (below): node:net sockets, documented APIs only — the default, and
+ *   what the node proxy uses;
+ * - `libuvTcpPlumbing` (libuv-tcp.ts): libuv's TCP handles driven directly through Node's
+ *   undocumented `process.binding("tcp_wrap")`, without net.Socket and its streams. Opt-in
+ *   only, named experimental (`--tcp-plumbing experimental-libuv`): a Node upgrade may
+ *   change or remove those internals (STYLE.md "Use documented APIs").
  * Deliberately not here: which node to pick (userspace-lb.ts).
  */
 import type { Socket } from "node:net";
@@ -74,9 +76,25 @@ export function netTcpPlumbing(): TcpPlumbing {
   };
 }
 
-/** one line for start-up output: which TCP plumbing runs, and why when it is the fallback */
-export function describeTcpPlumbing(kind: TcpPlumbing["kind"]): string {
-  return kind === "libuv"
-    ? "TCP on libuv handles"
-    : "TCP on node:net sockets (this Node does not expose libuv's TCP handles)";
+/** what a user may ask for (`--tcp-plumbing`): node:net, or the experimental libuv handles */
+export type TcpPlumbingChoice = "net" | "experimental-libuv";
+
+export const TCP_PLUMBING_CHOICES: readonly TcpPlumbingChoice[] = ["net", "experimental-libuv"];
+
+/** a `--tcp-plumbing` value, or undefined when it is none of TCP_PLUMBING_CHOICES */
+export function parseTcpPlumbing(value: string): TcpPlumbingChoice | undefined {
+  return (TCP_PLUMBING_CHOICES as readonly string[]).includes(value)
+    ? (value as TcpPlumbingChoice)
+    : undefined;
+}
+
+/**
+ * One line for start-up output: which TCP plumbing runs, and why when it is not the one
+ * asked for (`experimental-libuv` on a Node that does not expose the handles).
+ */
+export function describeTcpPlumbing(kind: TcpPlumbing["kind"], requested: TcpPlumbingChoice = "net"): string {
+  if (kind === "libuv") return "TCP on libuv handles (experimental: Node internals)";
+  return requested === "experimental-libuv"
+    ? "TCP on node:net sockets (experimental-libuv asked for, but this Node does not expose libuv's TCP handles)"
+    : "TCP on node:net sockets";
 }

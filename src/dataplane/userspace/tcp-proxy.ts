@@ -242,6 +242,13 @@ function onEnd(this: Tracked): void {
   // without a separate shutdown(2) and Node's finish step (no unread data: no reset).
   if (to.readableEnded && to.writableLength === 0 && !to.writableEnded) to.destroy();
   else endSoftly(to);
+  // `this` was already told to end (its peer's FIN came first) and has nothing queued:
+  // both directions are done. Closing it now sends that FIN with the close, and the
+  // shutdown(2) libuv would run on its next turn is cancelled: when a client closes right
+  // after its answer (the common short connection) both FINs arrive in one poll, and this
+  // saves a system call and Node's finish steps. Its bytes are all read (this is its EOF),
+  // so the close sends a FIN, not a reset.
+  if (this.writableEnded && this.writableLength === 0 && !this.destroyed) this.destroy();
 }
 
 /** `end()` unless already ended or destroyed (where `end()` would build an error object). */

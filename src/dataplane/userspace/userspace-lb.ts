@@ -13,9 +13,10 @@
  *   - the status this data plane reports is `ipMode: Proxy` (Kubernetes LoadBalancerIngress):
  *     the planner is run with that mode by the caller.
  * Counts connections, flows and bytes per Service and node (traffic-counters.ts, read with
- * `trafficTotals()`). TCP runs on a `TcpPlumbing` (tcp-plumbing.ts): libuv's handles where
- * this Node exposes them, node:net otherwise; the per-connection path allocates little
- * beyond the plumbing's own objects (docs/benchmarks.md "Userspace proxy").
+ * `trafficTotals()`). TCP runs on a `TcpPlumbing` (tcp-plumbing.ts): node:net sockets by
+ * default, libuv's handles (Node internals) only when `tcp: "experimental-libuv"` asks and
+ * this Node exposes them; the per-connection path allocates little beyond the plumbing's
+ * own objects (docs/benchmarks.md "Userspace proxy").
  * `update` is level-triggered: the listeners that should exist are opened, those no longer
  * wanted are closed, the others switch to the new forwarding state in place.
  */
@@ -29,6 +30,7 @@ import {
   netTcpPlumbing,
   type TcpListenerHandle,
   type TcpPlumbing,
+  type TcpPlumbingChoice,
 } from "./tcp-plumbing.ts";
 import { plainAddress } from "./tcp-proxy.ts";
 import { TrafficCounters, type TrafficTotals } from "./traffic-counters.ts";
@@ -64,10 +66,11 @@ export interface UserspaceLbOptions {
   readonly now?: () => number;
   readonly onEvent?: (event: LbEvent) => void;
   /**
-   * TCP plumbing (tcp-plumbing.ts): "auto" (the default) runs on libuv's handles when this
-   * Node exposes them, else on node:net; "net" always on node:net
+   * TCP plumbing (tcp-plumbing.ts): "net" (the default) runs on node:net sockets;
+   * "experimental-libuv" on libuv's handles through Node internals when this Node exposes
+   * them, else on node:net (`tcpPlumbing` says which runs)
    */
-  readonly tcp?: "auto" | "net";
+  readonly tcp?: TcpPlumbingChoice;
 }
 
 interface Listening {
@@ -93,7 +96,7 @@ export class UserspaceLb {
   constructor(options: UserspaceLbOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
-    this.#tcp = (options.tcp !== "net" && libuvTcpPlumbing()) || netTcpPlumbing();
+    this.#tcp = (options.tcp === "experimental-libuv" && libuvTcpPlumbing()) || netTcpPlumbing();
   }
 
   /** which TCP plumbing runs: "libuv" or "net" (tcp-plumbing.ts) */
