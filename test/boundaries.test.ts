@@ -13,7 +13,7 @@ const PURE_FILES = [
   /^src\/dataplane\/forwarding-state[^/]*\.ts$/,
   /^src\/dataplane\/render\//,
   /^src\/announce\/(vip-owners|lb-peers|announcer|keepalived-config|keepalived-state)[^/]*\.ts$/,
-  /^src\/announce\/bgp\/(bgp-decision|bgp-types|bird-config|bird-status)[^/]*\.ts$/,
+  /^src\/announce\/bgp\/(bgp-decision|bgp-types|bgp-peer-config|bird-config|bird-status)[^/]*\.ts$/,
   /^src\/health\/state[^/]*\.ts$/,
   /^src\/web\/(dashboard-state|backend-states|health-lookup|pool-usage)[^/]*\.ts$/,
   /^src\/controller\/(conditions|controller-events|controller-writes|pool-status|service-writes|leader-election|passlb-slices)[^/]*\.ts$/,

@@ -88,7 +88,9 @@ function alive(pid: number): boolean {
 
 export function birdSpeaker(options: {
   stateDir: string;
-  bfd: boolean;
+  /** BFD is configured (then every session needs an Up BFD session to count as healthy);
+   * a function of the peer addresses with BFD when it follows the configuration (LoadBalancerBGPPeers) */
+  bfd: boolean | (() => ReadonlySet<string>);
   bird?: string;
   birdc?: string;
   /** start BIRD inside this network namespace (`ip netns exec`; tests) */
@@ -154,10 +156,11 @@ export function birdSpeaker(options: {
       );
     },
     async state() {
+      const bfdOn = typeof options.bfd === "function" ? options.bfd() : options.bfd;
+      const any = typeof bfdOn === "boolean" ? bfdOn : bfdOn.size > 0;
       const protocols = await control("show", "protocols", "all");
-      const bfd =
-        options.bfd && protocols !== undefined ? await control("show", "bfd", "sessions") : undefined;
-      return birdSpeakerState(protocols, bfd, options.bfd);
+      const bfd = any && protocols !== undefined ? await control("show", "bfd", "sessions") : undefined;
+      return birdSpeakerState(protocols, bfd, bfdOn);
     },
     async stop() {
       const p = pid();
