@@ -12,7 +12,7 @@ const PURE_FILES = [
   /^src\/dataplane\/maglev[^/]*\.ts$/,
   /^src\/dataplane\/forwarding-state[^/]*\.ts$/,
   /^src\/dataplane\/render\//,
-  /^src\/announce\/(vip-owners|lb-peers|announcer|keepalived-config|keepalived-state)[^/]*\.ts$/,
+  /^src\/announce\/(vip-owners|lb-peers|announcer|announce-plan|keepalived-config|keepalived-state)[^/]*\.ts$/,
   /^src\/announce\/bgp\/(bgp-decision|bgp-types|bgp-peer-config|bird-config|bird-status)[^/]*\.ts$/,
   /^src\/health\/state[^/]*\.ts$/,
   /^src\/web\/(dashboard-state|backend-states|health-lookup|pool-usage)[^/]*\.ts$/,
