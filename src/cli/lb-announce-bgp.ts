@@ -42,6 +42,7 @@ export interface BgpFlags {
   bgpKernelTable?: string;
   bgpConvergeMs?: string;
   bgpPollMs?: string;
+  bgpSpeaker?: string;
   stateDir?: string;
 }
 
@@ -73,7 +74,12 @@ export function addBgpOptions(command: Command): void {
       "bgp: on a graceful stop, how long to wait after the withdrawal before stopping",
       "2000",
     )
-    .option("--bgp-poll-ms <ms>", "bgp: how often to read the speaker's state back", "1000");
+    .option("--bgp-poll-ms <ms>", "bgp: how often to read the speaker's state back", "1000")
+    .option(
+      "--bgp-speaker <who>",
+      "bgp: own (passlb starts BIRD) or external (BIRD runs beside it, e.g. the DaemonSet's bird container, on --state-dir's socket)",
+      "own",
+    );
   // --state-dir is lb-announce.ts's (one flag for both engines)
 }
 
@@ -99,6 +105,8 @@ export interface BgpConfig {
   readonly stateDir: string;
   readonly convergeMs: number;
   readonly pollMs: number;
+  /** BIRD is the pod's sidecar: never started or stopped by passlb */
+  readonly externalSpeaker: boolean;
 }
 
 /** Validates the flags: undefined unless `--announce bgp`, else the config or an error message. */
@@ -152,11 +160,15 @@ export function bgpAnnounceConfig(given: BgpFlags): BgpConfig | string | undefin
   if (!(convergeMs >= 0 && convergeMs <= 600_000)) return "--bgp-converge-ms must be 0..600000";
   const pollMs = Number(flags.bgpPollMs);
   if (!(pollMs >= 100)) return "--bgp-poll-ms must be ≥ 100";
+  const speaker = flags.bgpSpeaker ?? "own";
+  if (speaker !== "own" && speaker !== "external")
+    return `--bgp-speaker must be own or external (got "${speaker}")`;
   const tuning = {
     kernelTable: table,
     stateDir: flags.stateDir ?? DEFAULT_BGP_STATE_DIR,
     convergeMs,
     pollMs,
+    externalSpeaker: speaker === "external",
   };
   if (fromCluster) {
     // the flags of the sessions belong to the objects in this mode
@@ -256,7 +268,8 @@ export function bgpAnnouncer(
   const bfd = settings ? settings.bfd !== undefined : () => cluster!.bfdPeers();
   return new BgpEngine({
     host,
-    speaker: adapters.speaker ?? birdSpeaker({ stateDir: config.stateDir, bfd }),
+    speaker:
+      adapters.speaker ?? birdSpeaker({ stateDir: config.stateDir, bfd, external: config.externalSpeaker }),
     routes: adapters.routes ?? kernelVipRoutes({ table: config.kernelTable }),
     config: settings ? renderBirdConfig(settings) : cluster!.text,
     pollMs: config.pollMs,
