@@ -149,3 +149,27 @@ test("--announce bgp from LoadBalancerBGPPeers: the host's peers, a bad one name
   assert.equal(speaker.stopped, true, "a graceful stop stops the speaker");
   assert.deepEqual(api.forbidden(), [], "deploy/rbac-lb.yaml lets the LB read LoadBalancerBGPPeers");
 });
+
+test("--announce bgp with neither flags nor the cluster: exit 2, saying what is missing", async () => {
+  let stderr = "";
+  const io = {
+    stdout: () => {},
+    stderr: (s: string) => {
+      stderr += s;
+    },
+    readStdin: async () => "",
+  };
+  const code = await runNftablesLb(
+    { ...FLAGS, filename: ["examples/quickstart"] },
+    io,
+    () => new AbortController().signal,
+    undefined,
+    undefined,
+    { nft: new FakeNftApplier() },
+  );
+  assert.equal(code, 2);
+  assert.match(
+    stderr,
+    /--announce bgp needs --bgp-asn and --bgp-peer \(in Kubernetes mode: LoadBalancerBGPPeer objects instead\)/,
+  );
+});
