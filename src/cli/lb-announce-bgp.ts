@@ -213,7 +213,11 @@ export class ClusterBgpConfig {
     this.#host = options.host;
     this.#kernelTable = options.kernelTable;
     this.#report = options.report;
-    this.#text = this.update([], []);
+    // before the first read: no session yet, and nothing to report (the read says what is missing)
+    this.#text = renderBirdConfig(
+      bgpSettingsFor({ host: this.#host, labels: undefined, peers: [], kernelTable: this.#kernelTable })
+        .settings,
+    );
   }
 
   update(peers: readonly LoadBalancerBGPPeer[], nodes: readonly Node[]): string {

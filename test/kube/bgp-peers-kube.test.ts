@@ -132,6 +132,7 @@ test("--announce bgp from LoadBalancerBGPPeers: the host's peers, a bad one name
   assert.match(text, /bgp_community\.add\(\(64512, 100\)\);/);
   assert.doesNotMatch(text, /bgp_local_pref/, "LOCAL_PREF is not rendered on an eBGP session");
   assert.doesNotMatch(text, /192\.0\.2\.2|192\.0\.2\.3/, "tor-b selects another rack; tor-c is invalid");
+  assert.doesNotMatch(stderr, /bgp_no_peer/, "no false alarm before the first read");
   assert.match(stderr, /object left out: LoadBalancerBGPPeer tor-c: spec\.holdTime: 2s: must be 0s or 3s/);
   assert.match(
     stderr,
