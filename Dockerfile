@@ -26,8 +26,9 @@ FROM node:24-trixie-slim
 # `--announce l2` (docs/vip-announce.md); iputils-arping: the lab's and operators' ARP checks;
 # conntrack: release UDP flows pinned to a node that left a Service's table
 # (docs/dataplane-nftables.md) and remove stale UDP entries on nodes (docs/agent-dataplane.md);
-# bird2: the BGP speaker of `--announce bgp` (docs/vip-announce.md). Both speakers are
-# started by passlb.
+# bird2: the BGP speaker of `--announce bgp` (docs/vip-announce.md). keepalived is started
+# by passlb; BIRD too standalone, while in the cluster it runs as the LB pod's own `bird`
+# container from this image (deploy/components/announce-bgp, `--bgp-speaker=external`).
 RUN apt-get update \
   && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack bird2 keepalived \
   && rm -rf /var/lib/apt/lists/*

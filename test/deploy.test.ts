@@ -635,7 +635,7 @@ test("kubectl kustomize builds the base and the manage-endpointslices component"
   }
 });
 
-test("the announce-bgp component: its args are passlb lb flags, and kustomize builds it", (t) => {
+test("the announce-bgp component: its args are passlb lb flags, BIRD runs as its own container with least privilege, and kustomize builds it", (t) => {
   const dir = join(DEPLOY, "components", "announce-bgp");
   const component = docs(join(dir, "kustomization.yaml"))[0] as { kind: string; patches: { path: string }[] };
   assert.equal(component.kind, "Component");
@@ -651,7 +651,40 @@ test("the announce-bgp component: its args are passlb lb flags, and kustomize bu
   const flags = new Set(lb.options.map((o) => o.long));
   for (const op of ops.filter((o) => o.path.endsWith("/args/-")))
     assert.ok(flags.has(String(op.value).split("=")[0]), `passlb lb has no ${op.value}`);
-  assert.match(readFileSync(join(ROOT, "Dockerfile"), "utf8"), /\bbird2\b/);
+  const lbArgs = ops.filter((o) => o.path.endsWith("/containers/0/args/-")).map((o) => String(o.value));
+  assert.ok(lbArgs.includes("--bgp-speaker=external"), "passlb talks to the bird container's BIRD");
+  // the speaker: Debian's bird2 in the same image (no download), its own container
+  assert.match(readFileSync(join(ROOT, "Dockerfile"), "utf8"), /apt-get install[^\n]*\bbird2\b/);
+  const bird = ops.find((o) => o.path === "/spec/template/spec/containers/-")?.value as
+    // biome-ignore lint/suspicious/noExplicitAny: a container from YAML, read field by field
+    Record<string, any> | undefined;
+  assert.ok(bird, "a bird container");
+  assert.equal(bird.name, "bird");
+  assert.equal(bird.image, "passlb", "the same image, built from Debian's bird2 package");
+  const stateDir = lbArgs.find((a) => a.startsWith("--state-dir="))!.split("=")[1]!;
+  const script = bird.args.join(" ");
+  for (const f of ["bird.conf", "bird.ctl", "bird.pid"])
+    assert.ok(script.includes(`${stateDir}/${f}`), `BIRD uses ${stateDir}/${f}, where passlb looks`);
+  assert.match(script, /exec bird -f /, "BIRD in the foreground: the container lives as long as it does");
+  assert.deepEqual(
+    // biome-ignore lint/suspicious/noExplicitAny: YAML
+    bird.volumeMounts.map((m: any) => [m.name, m.mountPath]),
+    [["state", "/run/passlb"]],
+    "the state volume the lb container mounts",
+  );
+  const sc = bird.securityContext;
+  assert.deepEqual([...sc.capabilities.add].sort(), ["NET_ADMIN", "NET_BIND_SERVICE"]);
+  assert.deepEqual(sc.capabilities.drop, ["ALL"]);
+  assert.equal(sc.privileged, false);
+  assert.equal(sc.allowPrivilegeEscalation, false);
+  assert.equal(sc.readOnlyRootFilesystem, true);
+  // each capability is explained beside the container
+  const why = readFileSync(join(dir, "kustomization.yaml"), "utf8");
+  assert.match(why, /NET_ADMIN \(BFD's sockets ask for SO_PRIORITY/);
+  assert.match(why, /NET_BIND_SERVICE \(TCP 179\)/);
+  // the lb container drops NET_RAW (keepalived's) on a routed tier
+  const removed = ops.find((o) => (o as { op?: string }).op === "remove");
+  assert.equal(removed?.path, "/spec/template/spec/containers/0/securityContext/capabilities/add/1");
   const missing = kustomizeAvailable();
   if (missing) return t.diagnostic(`${missing}: the build is not checked`);
   const overlay = mkdtempSync(join(tmpdir(), "plb-kustomize-"));
@@ -664,14 +697,32 @@ test("the announce-bgp component: its args are passlb lb flags, and kustomize bu
     const built = parseAllDocuments(
       execFileSync("kubectl", ["kustomize", overlay], { encoding: "utf8", timeout: 30_000 }),
     ).map((d) => d.toJS() as Obj & { spec?: { template?: { spec: Record<string, unknown> } } });
-    const ds = JSON.stringify(built.find((o) => o.kind === "DaemonSet"));
+    // biome-ignore lint/suspicious/noExplicitAny: the built DaemonSet, read field by field
+    const dsObj = built.find((o) => o.kind === "DaemonSet") as Record<string, any>;
+    const ds = JSON.stringify(dsObj);
     for (const s of [
       "--announce=bgp",
       "--state-dir=/run/passlb/bgp",
-      "NET_BIND_SERVICE",
+      "--bgp-speaker=external",
       '"mountPath":"/run/passlb"',
     ])
       assert.ok(ds.includes(s), s);
+    // biome-ignore lint/suspicious/noExplicitAny: containers from YAML
+    const containers = dsObj.spec.template.spec.containers as Record<string, any>[];
+    assert.deepEqual(
+      containers.map((c) => [c.name, [...c.securityContext.capabilities.add].sort()]),
+      [
+        ["lb", ["NET_ADMIN"]],
+        ["bird", ["NET_ADMIN", "NET_BIND_SERVICE"]],
+      ],
+    );
+    assert.equal(dsObj.spec.template.spec.hostNetwork, true, "BIRD speaks from the host's addresses");
+    assert.ok(
+      built.some(
+        (o) => o.kind === "CustomResourceDefinition" && o.metadata.name === "loadbalancerbgppeers.passlb.io",
+      ),
+      "the LoadBalancerBGPPeer CRD is part of deploy/",
+    );
   } finally {
     rmSync(overlay, { recursive: true, force: true });
   }

@@ -2,25 +2,31 @@
  * Golden scenarios for `passlb import`: each folder under test/fixtures/import holds an
  * `args` file (the command line after `import`; $DIR is the folder) — most point at the
  * tool's manifests in examples/migrate/ — and expected.txt: exit code, stdout (the
- * LoadBalancerIPPools) and stderr (the report), reviewed once by a person. Every pool printed
- * must also pass the CRD's structural schema (deploy/crd-loadbalancerippools.yaml) and
- * passlb's own decoding, so the output can be applied as it is.
+ * LoadBalancerIPPools and LoadBalancerBGPPeers) and stderr (the report), reviewed once by a
+ * person. Every object printed must also pass its CRD's structural schema
+ * (deploy/crd-loadbalancerippools.yaml, crd-loadbalancerbgppeers.yaml) and passlb's own
+ * decoding, so the output can be applied as it is.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
+import { decodeBgpPeer } from "../src/k8s/load-balancer-bgp-peer.ts";
 import { LoadBalancerIPPoolSchema } from "../src/k8s/load-balancer-ip-pool.ts";
 import { assertGolden } from "./golden.ts";
 import { runCli } from "./run-cli.ts";
 import { validateAgainst } from "./support/openapi-check.ts";
 
 const ROOT = "test/fixtures/import";
-const crd = parse(readFileSync("deploy/crd-loadbalancerippools.yaml", "utf8")) as {
-  spec: { versions: { schema: { openAPIV3Schema: unknown } }[] };
-};
-const schema = crd.spec.versions[0]?.schema.openAPIV3Schema;
+const schemaOf = (file: string) =>
+  (
+    parse(readFileSync(file, "utf8")) as {
+      spec: { versions: { schema: { openAPIV3Schema: unknown } }[] };
+    }
+  ).spec.versions[0]?.schema.openAPIV3Schema;
+const poolSchema = schemaOf("deploy/crd-loadbalancerippools.yaml");
+const peerSchema = schemaOf("deploy/crd-loadbalancerbgppeers.yaml");
 
 for (const name of readdirSync(ROOT).sort()) {
   const dir = join(ROOT, name);
@@ -40,7 +46,12 @@ for (const name of readdirSync(ROOT).sort()) {
       ? (JSON.parse(run.stdout) as { items: unknown[] }).items
       : parseAllDocuments(run.stdout).map((d) => d.toJS() as unknown);
     for (const p of pools) {
-      assert.deepEqual(validateAgainst(schema, p), [], JSON.stringify(p));
+      if ((p as { kind?: string }).kind === "LoadBalancerBGPPeer") {
+        assert.deepEqual(validateAgainst(peerSchema, p), [], JSON.stringify(p));
+        assert.deepEqual(decodeBgpPeer(p).problems, [], JSON.stringify(p));
+        continue;
+      }
+      assert.deepEqual(validateAgainst(poolSchema, p), [], JSON.stringify(p));
       assert.ok(LoadBalancerIPPoolSchema.safeParse(p).success, JSON.stringify(p));
     }
   });

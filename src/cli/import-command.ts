@@ -1,6 +1,7 @@
 /**
  * `passlb import -f DIR|FILE|- [--kubeconfig F] [-o yaml|json]`: converts MetalLB, Cilium,
- * kube-vip, PureLB and OpenELB pools into LoadBalancerIPPools (standard output) and reports
+ * kube-vip, PureLB and OpenELB pools into LoadBalancerIPPools, and MetalLB's BGPPeers (with
+ * their BFDProfiles and BGPAdvertisements) into LoadBalancerBGPPeers (standard output); reports
  * per Service what passlb will honour and keep, which foreign controllers still run and the
  * cut-over order (standard error). Exit 0 on success, 2 on invalid input (every problem
  * named; nothing on standard output). The decision is src/migrate/import-result.ts.
@@ -30,7 +31,7 @@ export function registerImportCommand(
   program
     .command("import")
     .description(
-      "convert MetalLB, Cilium LB-IPAM, kube-vip, PureLB and OpenELB pools to LoadBalancerIPPools, and report what each Service keeps",
+      "convert MetalLB, Cilium LB-IPAM, kube-vip, PureLB and OpenELB pools to LoadBalancerIPPools (MetalLB BGP peers to LoadBalancerBGPPeers), and report what each Service keeps",
     )
     .option(
       "-f, --filename <path>",

@@ -37,7 +37,24 @@ test("the defaults are the spec's settings", () => {
   assert.equal(c.convergeMs, 2000);
   assert.equal(bgpAnnounceConfig({ ...base, announce: "l2" }), undefined);
   const noBfd = bgpAnnounceConfig({ ...base, bfd: false, bfdIntervalMs: "1" });
-  assert.ok(noBfd && typeof noBfd !== "string" && noBfd.settings.bfd === undefined);
+  assert.ok(
+    noBfd && typeof noBfd !== "string" && noBfd.settings?.bfd === undefined && noBfd.settings !== undefined,
+  );
+});
+
+test("neither --bgp-asn nor --bgp-peer: the sessions come from LoadBalancerBGPPeer objects", () => {
+  const c = bgpAnnounceConfig({ announce: "bgp" });
+  assert.ok(c && typeof c !== "string");
+  assert.equal(c.settings, undefined);
+  assert.equal(c.kernelTable, 4242);
+  assert.match(
+    String(bgpAnnounceConfig({ announce: "bgp", bgpCommunity: ["64512:1"] })),
+    /--bgp-community: with LoadBalancerBGPPeer objects .* set it in the objects/,
+  );
+  assert.match(
+    String(bgpAnnounceConfig({ announce: "bgp", bgpPeer: ["192.0.2.254:64500"] })),
+    /needs --bgp-asn/,
+  );
 });
 
 test("bad flags: one message naming the flag", () => {

@@ -4,17 +4,29 @@
  * from them (src/announce/bgp/bgp-engine.ts, an `Announcer` like keepalived's: lb-nftables.ts
  * drives both the same way, readiness, logs, metrics and the dashboard included).
  *
+ * Kubernetes mode with neither `--bgp-asn` nor `--bgp-peer`: the sessions come from the
+ * cluster's LoadBalancerBGPPeer objects instead (`ClusterBgpConfig`, decided by
+ * src/announce/bgp/bgp-peer-config.ts), follow every change (BIRD `configure`), and what
+ * cannot be honoured is logged naming the object and field.
+ *
  * Wiring only; every decision lives in src/announce.
  */
 import { isIP, isIPv4 } from "node:net";
 import { join } from "node:path";
 import type { Command } from "commander";
-import type { Announcer, AnnouncerEvent } from "../announce/announcer.ts";
+import type { AnnouncerEvent } from "../announce/announcer.ts";
 import { BgpEngine } from "../announce/bgp/bgp-engine.ts";
+import { type BgpConfigFinding, bgpSettingsFor } from "../announce/bgp/bgp-peer-config.ts";
 import type { BgpPeer, BgpSettings } from "../announce/bgp/bgp-types.ts";
 import { renderBirdConfig } from "../announce/bgp/bird-config.ts";
-import { birdSpeaker } from "../announce/bgp/bird-speaker.ts";
-import { DEFAULT_KERNEL_TABLE, kernelVipRoutes } from "../announce/bgp/kernel-vip-routes.ts";
+import { type BgpSpeaker, birdSpeaker } from "../announce/bgp/bird-speaker.ts";
+import {
+  DEFAULT_KERNEL_TABLE,
+  kernelVipRoutes,
+  type VipRouteTable,
+} from "../announce/bgp/kernel-vip-routes.ts";
+import type { LoadBalancerBGPPeer } from "../k8s/load-balancer-bgp-peer.ts";
+import type { Node } from "../k8s/objects.ts";
 
 export interface BgpFlags {
   announce: string;
@@ -30,6 +42,7 @@ export interface BgpFlags {
   bgpKernelTable?: string;
   bgpConvergeMs?: string;
   bgpPollMs?: string;
+  bgpSpeaker?: string;
   stateDir?: string;
 }
 
@@ -61,7 +74,12 @@ export function addBgpOptions(command: Command): void {
       "bgp: on a graceful stop, how long to wait after the withdrawal before stopping",
       "2000",
     )
-    .option("--bgp-poll-ms <ms>", "bgp: how often to read the speaker's state back", "1000");
+    .option("--bgp-poll-ms <ms>", "bgp: how often to read the speaker's state back", "1000")
+    .option(
+      "--bgp-speaker <who>",
+      "bgp: own (passlb starts BIRD) or external (BIRD runs beside it, e.g. the DaemonSet's bird container, on --state-dir's socket)",
+      "own",
+    );
   // --state-dir is lb-announce.ts's (one flag for both engines)
 }
 
@@ -81,10 +99,14 @@ export function parseBgpPeer(text: string): BgpPeer | string {
 const validAsn = (n: number) => Number.isInteger(n) && n >= 1 && n <= 4294967295;
 
 export interface BgpConfig {
-  readonly settings: BgpSettings;
+  /** from the flags; undefined: from the cluster's LoadBalancerBGPPeers (ClusterBgpConfig) */
+  readonly settings: BgpSettings | undefined;
+  readonly kernelTable: number;
   readonly stateDir: string;
   readonly convergeMs: number;
   readonly pollMs: number;
+  /** BIRD is the pod's sidecar: never started or stopped by passlb */
+  readonly externalSpeaker: boolean;
 }
 
 /** Validates the flags: undefined unless `--announce bgp`, else the config or an error message. */
@@ -102,10 +124,12 @@ export function bgpAnnounceConfig(given: BgpFlags): BgpConfig | string | undefin
     bgpPollMs: "1000",
     ...given,
   };
-  if (flags.bgpAsn === undefined) return "--announce bgp needs --bgp-asn";
+  const fromCluster = flags.bgpAsn === undefined && flags.bgpPeer.length === 0;
+  if (flags.bgpAsn === undefined && !fromCluster) return "--announce bgp needs --bgp-asn";
   const asn = Number(flags.bgpAsn);
-  if (!validAsn(asn)) return `--bgp-asn: ${flags.bgpAsn} must be 1..4294967295`;
-  if (flags.bgpPeer.length === 0) return "--announce bgp needs at least one --bgp-peer ADDR:ASN";
+  if (!fromCluster && !validAsn(asn)) return `--bgp-asn: ${flags.bgpAsn} must be 1..4294967295`;
+  if (!fromCluster && flags.bgpPeer.length === 0)
+    return "--announce bgp needs at least one --bgp-peer ADDR:ASN";
   const peers: BgpPeer[] = [];
   for (const text of flags.bgpPeer) {
     const p = parseBgpPeer(text);
@@ -136,7 +160,28 @@ export function bgpAnnounceConfig(given: BgpFlags): BgpConfig | string | undefin
   if (!(convergeMs >= 0 && convergeMs <= 600_000)) return "--bgp-converge-ms must be 0..600000";
   const pollMs = Number(flags.bgpPollMs);
   if (!(pollMs >= 100)) return "--bgp-poll-ms must be ≥ 100";
+  const speaker = flags.bgpSpeaker ?? "own";
+  if (speaker !== "own" && speaker !== "external")
+    return `--bgp-speaker must be own or external (got "${speaker}")`;
+  const tuning = {
+    kernelTable: table,
+    stateDir: flags.stateDir ?? DEFAULT_BGP_STATE_DIR,
+    convergeMs,
+    pollMs,
+    externalSpeaker: speaker === "external",
+  };
+  if (fromCluster) {
+    // the flags of the sessions belong to the objects in this mode
+    const given = [
+      flags.bgpRouterId !== undefined && "--bgp-router-id",
+      flags.bgpCommunity.length > 0 && "--bgp-community",
+    ].filter(Boolean);
+    if (given.length > 0)
+      return `${given.join(", ")}: with LoadBalancerBGPPeer objects (no --bgp-asn/--bgp-peer) set it in the objects`;
+    return { settings: undefined, ...tuning };
+  }
   return {
+    ...tuning,
     settings: {
       asn,
       peers,
@@ -147,10 +192,70 @@ export function bgpAnnounceConfig(given: BgpFlags): BgpConfig | string | undefin
       connectRetrySeconds: 1,
       communities: flags.bgpCommunity,
     },
-    stateDir: flags.stateDir ?? DEFAULT_BGP_STATE_DIR,
-    convergeMs,
-    pollMs,
   };
+}
+
+/**
+ * Kubernetes mode: this host's BGP settings following the LoadBalancerBGPPeers and its Node's
+ * labels (bgp-peer-config.ts). `update` after every read gives the BIRD configuration;
+ * findings are handed to `report` when they change, not on every read.
+ */
+export class ClusterBgpConfig {
+  readonly #host: string;
+  readonly #kernelTable: number;
+  readonly #report: (f: BgpConfigFinding) => void;
+  #findings = "";
+  #text: string;
+  #bfdPeers: ReadonlySet<string> = new Set();
+  #selected: readonly string[] = [];
+
+  constructor(options: { host: string; kernelTable: number; report: (f: BgpConfigFinding) => void }) {
+    this.#host = options.host;
+    this.#kernelTable = options.kernelTable;
+    this.#report = options.report;
+    // before the first read: no session yet, and nothing to report (the read says what is missing)
+    this.#text = renderBirdConfig(
+      bgpSettingsFor({ host: this.#host, labels: undefined, peers: [], kernelTable: this.#kernelTable })
+        .settings,
+    );
+  }
+
+  update(peers: readonly LoadBalancerBGPPeer[], nodes: readonly Node[]): string {
+    const node = nodes.find((n) => n.metadata.name === this.#host);
+    const labels = node ? { ...node.metadata.labels } : undefined;
+    const { settings, findings, selected } = bgpSettingsFor({
+      host: this.#host,
+      labels: labels as Record<string, string> | undefined,
+      peers,
+      kernelTable: this.#kernelTable,
+    });
+    const key = JSON.stringify(findings);
+    if (key !== this.#findings) {
+      this.#findings = key;
+      for (const f of findings) this.#report(f);
+    }
+    this.#selected = selected;
+    this.#bfdPeers = new Set(
+      settings.bfd ? settings.peers.filter((p) => p.bfd ?? true).map((p) => p.address) : [],
+    );
+    this.#text = renderBirdConfig(settings);
+    return this.#text;
+  }
+
+  /** the configuration of the last update */
+  get text(): string {
+    return this.#text;
+  }
+
+  /** the LoadBalancerBGPPeers this host peers with, as of the last update */
+  get selected(): readonly string[] {
+    return this.#selected;
+  }
+
+  /** the peer addresses whose sessions have BFD (the speaker's health needs their BFD Up) */
+  bfdPeers(): ReadonlySet<string> {
+    return this.#bfdPeers;
+  }
 }
 
 /** The BGP engine for these flags (not started): the same `Announcer` as keepalived's. */
@@ -158,12 +263,19 @@ export function bgpAnnouncer(
   config: BgpConfig,
   host: string,
   onEvent: (e: AnnouncerEvent) => void,
-): Announcer {
+  cluster?: ClusterBgpConfig,
+  /** tests: a fake speaker and route table */
+  adapters: { speaker?: BgpSpeaker; routes?: VipRouteTable } = {},
+): BgpEngine {
+  const settings = config.settings;
+  if (!settings && !cluster) throw new Error("bgpAnnouncer: neither flag settings nor the cluster's");
+  const bfd = settings ? settings.bfd !== undefined : () => cluster!.bfdPeers();
   return new BgpEngine({
     host,
-    speaker: birdSpeaker({ stateDir: config.stateDir, bfd: config.settings.bfd !== undefined }),
-    routes: kernelVipRoutes({ table: config.settings.kernelTable }),
-    config: renderBirdConfig(config.settings),
+    speaker:
+      adapters.speaker ?? birdSpeaker({ stateDir: config.stateDir, bfd, external: config.externalSpeaker }),
+    routes: adapters.routes ?? kernelVipRoutes({ table: config.kernelTable }),
+    config: settings ? renderBirdConfig(settings) : cluster!.text,
     pollMs: config.pollMs,
     convergeMs: config.convergeMs,
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),

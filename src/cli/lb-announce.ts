@@ -145,6 +145,7 @@ export function describeAnnounceEvent(e: AnnouncerEvent, engine: string): string
     case "engine":
       return `${engine} ${e.state}${e.pid === undefined ? "" : ` (pid ${e.pid})`}${e.detail ? `: ${e.detail}` : ""}`;
     case "reloaded":
+      if (engine === "bird") return "bird reloaded: the BGP configuration changed (LoadBalancerBGPPeers)";
       return `${engine} reloaded: ${e.added} instances added, ${e.removed} removed, ${e.changed} changed`;
     case "cleaned":
       return `removed VIP addresses ${engine} left behind (${e.why}): ${e.vips.join(", ")}`;

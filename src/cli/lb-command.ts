@@ -115,9 +115,14 @@ export function registerLbCommand(
     let kube: KubeLbRun | undefined;
     if (input.kind === "kube" && kubeMod) {
       io.stderr(`passlb lb: reading the cluster at ${input.found.server} (${input.found.from})\n`);
+      // --announce bgp with neither --bgp-asn nor --bgp-peer: the routers are LoadBalancerBGPPeers
+      const crdPeers =
+        opts.announce === "bgp" && opts.bgpAsn === undefined && (opts.bgpPeer ?? []).length === 0;
+      const source = kubeMod.kubeLbSource(input, obs, crdPeers);
       kube = {
-        source: kubeMod.kubeLbSource(input, obs),
+        source,
         prepare: kubeMod.kubeReadHandler(obs, (line) => io.stderr(`passlb lb: ${line}\n`)),
+        ...(crdPeers && { bgpPeers: () => source.bgpPeers }),
       };
     }
     if (choice.dataplane === "nftables") {

@@ -3,7 +3,8 @@
  * and the Kubernetes source wired to the logs and metrics. Wiring only; the rules live in
  * cluster/kube-config.ts (where the config comes from), cluster/kube-source.ts (watching)
  * and plan/status-vips.ts (VIPs from status only: the controller assigns them; an LB host
- * never runs address management of its own in this mode).
+ * never runs address management of its own in this mode). With `--announce bgp` and no
+ * `--bgp-peer`, the source also watches LoadBalancerBGPPeers (the routers to announce to).
  */
 
 import { kubeApiPolicy } from "../cluster/kube-api-health.ts";
@@ -61,7 +62,12 @@ export function chooseLbInput(flags: KubeFlags, env: KubeEnv): LbInput | string 
 
 /** The API server as the LB's SnapshotSource, its watch restarts and states in metrics and
  * logs, and its failing reads in the error log, `passlb_kube_api_failing` and `/readyz`. */
-export function kubeLbSource(input: Extract<LbInput, { kind: "kube" }>, obs: Observability | undefined) {
+export function kubeLbSource(
+  input: Extract<LbInput, { kind: "kube" }>,
+  obs: Observability | undefined,
+  /** also watch LoadBalancerBGPPeers (`--announce bgp` without --bgp-peer) */
+  bgpPeers = false,
+) {
   const monitor =
     obs &&
     new KubeApiMonitor({ now: Date.now, policy: kubeApiPolicy(0), metrics: obs.metrics, logger: obs.logger });
@@ -71,6 +77,7 @@ export function kubeLbSource(input: Extract<LbInput, { kind: "kube" }>, obs: Obs
     transport: clientNodeTransport(input.found.config),
     clock: realClock(),
     random: Math.random,
+    bgpPeers,
     config: {
       ...DEFAULT_CONFIG,
       defaultClass: input.defaultClass,

@@ -23,6 +23,9 @@ import {
   type PlannedVips,
   vipReadiness,
 } from "../announce/announcer.ts";
+import type { BgpEngine } from "../announce/bgp/bgp-engine.ts";
+import type { BgpSpeaker } from "../announce/bgp/bird-speaker.ts";
+import type { VipRouteTable } from "../announce/bgp/kernel-vip-routes.ts";
 import { lbPeersFromNodes, type PeerLabel } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
@@ -40,6 +43,7 @@ import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
 import { natClaimRuleset } from "../dataplane/render/nat-claim.ts";
 import { PasslbError } from "../errors.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
+import type { LoadBalancerBGPPeer } from "../k8s/load-balancer-bgp-peer.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { formatCidr } from "../net/ip.ts";
 import { planSnapshot } from "../plan/planner.ts";
@@ -52,13 +56,22 @@ import {
   describeAnnounceEvent,
   keepalivedAnnouncer,
 } from "./lb-announce.ts";
-import { addBgpOptions, type BgpFlags, bgpAnnounceConfig, bgpAnnouncer, birdLog } from "./lb-announce-bgp.ts";
+import {
+  addBgpOptions,
+  type BgpFlags,
+  bgpAnnounceConfig,
+  bgpAnnouncer,
+  birdLog,
+  ClusterBgpConfig,
+} from "./lb-announce-bgp.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
 /** Kubernetes mode: the source and how a read becomes the LB's snapshot (lb-kube.ts). */
 export interface KubeLbRun {
   readonly source: SnapshotSource;
+  /** `--announce bgp` without --bgp-peer: the LoadBalancerBGPPeers of the last read */
+  readonly bgpPeers?: () => readonly LoadBalancerBGPPeer[];
   readonly prepare: (read: Extract<SourceRead, { ok: true }>) => { snapshot: Snapshot; degraded: boolean };
 }
 
@@ -141,6 +154,8 @@ export async function runNftablesLb(
     readonly nft?: NftApplier;
     readonly announcer?: (peers: PeerAddresses, onEvent: (e: AnnouncerEvent) => void) => Announcer;
     readonly conntrack?: ConntrackSysctl;
+    /** `--announce bgp` from LoadBalancerBGPPeers: the real engine over a fake speaker and route table */
+    readonly bgp?: { readonly speaker: BgpSpeaker; readonly routes: VipRouteTable };
   } = {},
 ): Promise<number> {
   const paths = [...flags.filename, ...flags.manifests];
@@ -174,6 +189,28 @@ export async function runNftablesLb(
   if (typeof announceWith === "string") return usage(io, announceWith);
   const bgpWith = bgpAnnounceConfig(flags);
   if (typeof bgpWith === "string") return usage(io, bgpWith);
+  // --announce bgp without --bgp-asn/--bgp-peer: the sessions follow the LoadBalancerBGPPeers
+  if (bgpWith && !bgpWith.settings && !kube?.bgpPeers)
+    return usage(
+      io,
+      "--announce bgp needs --bgp-asn and --bgp-peer (in Kubernetes mode: LoadBalancerBGPPeer objects instead)",
+    );
+  const clusterBgp =
+    bgpWith && !bgpWith.settings
+      ? new ClusterBgpConfig({
+          host: flags.hostName ?? hostname(),
+          kernelTable: bgpWith.kernelTable,
+          report: (f) => {
+            io.stderr(`passlb lb: bgp: ${f.subject}: ${f.message} [${f.code}]\n`);
+            obs?.logger.log(
+              f.severity === "warning" ? "warn" : "info",
+              { event: "bgp_config", reason: f.code },
+              `${f.subject}: ${f.message}`,
+            );
+          },
+        })
+      : undefined;
+  let bgpEngine: BgpEngine | undefined;
   /** the Services the pass under way kept at their last good state; the last pass's; its outcome */
   let passKept = new Set<string>();
   let lastKept: ReadonlySet<string> = new Set();
@@ -363,6 +400,14 @@ export async function runNftablesLb(
   const announceRead = (snapshot: Snapshot, plans: ReturnType<typeof planSnapshot>["plans"]) => {
     lastPlanned = plans.map((p) => ({ service: p.service, vips: p.vips.map((v) => ({ ...v })) }));
     lastNodes = snapshot.nodes;
+    if (clusterBgp && kube?.bgpPeers) {
+      const text = clusterBgp.update(kube.bgpPeers(), snapshot.nodes);
+      // a refused configuration keeps the last good one running (bird-speaker.ts)
+      bgpEngine?.configure(text).catch((e: unknown) => {
+        io.stderr(`passlb lb: bgp: the new configuration was refused: ${(e as Error).message}\n`);
+        obs?.logger.log("error", { event: "bgp_config", reason: "refused" }, (e as Error).message);
+      });
+    }
     pushAnnounce();
   };
   const mode = bgpWith ? "bgp" : "l2";
@@ -389,11 +434,13 @@ export async function runNftablesLb(
       )
         obs?.observer.note({ event: `announce_${e.kind}`, severity: "warning", message: line });
     };
+    const bgp =
+      bgpWith && !adapters.announcer
+        ? bgpAnnouncer(bgpWith, flags.hostName ?? hostname(), onEvent, clusterBgp, adapters.bgp)
+        : undefined;
     const engine = adapters.announcer
       ? adapters.announcer(peers, onEvent)
-      : bgpWith
-        ? bgpAnnouncer(bgpWith, flags.hostName ?? hostname(), onEvent)
-        : keepalivedAnnouncer(announceWith!, peers, onEvent);
+      : (bgp ?? keepalivedAnnouncer(announceWith!, peers, onEvent));
     if (typeof engine === "string") {
       io.stderr(`error: --announce ${mode}: ${engine}\n`);
       return false;
@@ -406,6 +453,9 @@ export async function runNftablesLb(
       return false;
     }
     announce = engine;
+    // LoadBalancerBGPPeers that changed while BIRD started: reconfigured from here on
+    bgpEngine = bgp;
+    if (bgp && clusterBgp) await bgp.configure(clusterBgp.text).catch(() => false);
     obs?.observer.announcement(() => engine.status());
     if (obs) {
       // the engine's own state (sessions, BFD, VRRP) changes between events too

@@ -6,6 +6,7 @@
 import { readManifests } from "../cluster/manifest-files.ts";
 import { PasslbError } from "../errors.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
+import type { Document } from "../k8s/documents.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 
 export interface CliIo {
@@ -17,7 +18,12 @@ export interface CliIo {
 export async function loadSnapshot(
   paths: readonly string[],
   io: CliIo,
-  options: { quiet?: boolean } = {},
+  options: {
+    quiet?: boolean;
+    /** documents of these kinds are the caller's (no "does not read this kind" notice) */
+    ownKinds?: readonly string[];
+    onDocuments?: (documents: readonly Document[]) => void;
+  } = {},
 ): Promise<Snapshot | undefined> {
   if (paths.length === 0) {
     io.stderr("error: no manifests given: pass -f FILE|DIR|- (repeatable)\n");
@@ -34,7 +40,9 @@ export async function loadSnapshot(
     throw e;
   }
   const decoded = decodeDocuments(read.documents);
-  if (!options.quiet) for (const n of decoded.notices) io.stderr(`notice: ${n}\n`);
+  options.onDocuments?.(read.documents);
+  const own = (n: string) => (options.ownKinds ?? []).some((k) => n.includes(`: skipped ${k} `));
+  if (!options.quiet) for (const n of decoded.notices) if (!own(n)) io.stderr(`notice: ${n}\n`);
   const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
   if (problems.length > 0) {
     io.stderr(`error: the input has ${problems.length} problem${problems.length === 1 ? "" : "s"}:\n`);

@@ -1,16 +1,24 @@
 /**
  * `passlb plan -f …`: decode the manifests and print what passlb would build per
  * LoadBalancer Service. Exit 0 clean, 1 when a Service has error-level issues, 2 on
- * invalid input.
+ * invalid input. With `--announce l2|bgp` and the LB hosts (`--peers` or `--peer-label`, as
+ * for `passlb lb`), also which hosts announce each VIP and why (plan-announce.ts).
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
 import { type Forward, type ForwardFlags, forwardFromFlags, memberPaths } from "../dataplane/encap.ts";
 import { slicesForSnapshot } from "../endpoints/snapshot-slices.ts";
+import type { Document } from "../k8s/documents.ts";
 import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
 import { renderPlansText } from "../plan/plan-text.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
+import {
+  addPlanAnnounceOptions,
+  announceView,
+  type PlanAnnounceFlags,
+  planAnnounceFrom,
+} from "./plan-announce.ts";
 import { type AzureFlags, addAzureOptions, runAzure } from "./provider-azure.ts";
 import { addGkeOptions, type GkeCliOptions, runGke } from "./provider-gke.ts";
 
@@ -34,7 +42,8 @@ type PlanFlags = {
   defaultClass?: boolean;
 } & GkeCliOptions &
   AzureFlags &
-  ForwardFlags;
+  ForwardFlags &
+  PlanAnnounceFlags;
 
 export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
   const command = program
@@ -68,6 +77,7 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       collect,
       [],
     );
+  addPlanAnnounceOptions(command);
   addGkeOptions(command);
   addAzureOptions(command);
   command.action(async (opts: PlanFlags) => {
@@ -85,10 +95,29 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       io.stderr(`error: ${forward}\n`);
       return setExitCode(2);
     }
-    const loaded = await loadSnapshot(opts.filename, io, { quiet: format !== "text" });
+    let documents: readonly Document[] = [];
+    const loaded = await loadSnapshot(opts.filename, io, {
+      quiet: format !== "text",
+      ownKinds: ["LoadBalancerBGPPeer"],
+      onDocuments: (d) => {
+        documents = d;
+      },
+    });
     if (!loaded) return setExitCode(2);
+    const announce = planAnnounceFrom(opts, loaded, documents);
+    if (typeof announce === "string") {
+      io.stderr(`error: ${announce}\n`);
+      return setExitCode(2);
+    }
     const given = withClassFlags(loaded, opts);
-    setExitCode(printPlans(given, { ...opts, ...(forward && { forwardMode: forward }) }, format, io));
+    setExitCode(
+      printPlans(
+        given,
+        { ...opts, ...(forward && { forwardMode: forward }), ...(announce && { announceHosts: announce }) },
+        format,
+        io,
+      ),
+    );
   });
 }
 
@@ -110,7 +139,13 @@ function withClassFlags(
 }
 
 /** What `printPlans` needs from the flags: the view and the providers' own options. */
-export type PlanPrintFlags = { explain?: boolean; provider: string; forwardMode?: Forward } & GkeCliOptions &
+export type PlanPrintFlags = {
+  explain?: boolean;
+  provider: string;
+  forwardMode?: Forward;
+  /** `--announce`: the LB hosts and mode to show per VIP (plan-announce.ts) */
+  announceHosts?: Parameters<typeof announceView>[0];
+} & GkeCliOptions &
   AzureFlags;
 
 /**
@@ -146,21 +181,31 @@ export function printPlans(
   const plans = all.plans.filter((p) => keep(p.service));
   const skipped = all.skipped.filter((s) => keep(s.service));
   const pathsOf = (p: (typeof plans)[number]) => (forward ? memberPaths(forward, p.members) : undefined);
+  // announcement is decided over every plan (a VIP shared by Services), shown per Service
+  const announced = opts.announceHosts && announceView(opts.announceHosts, all.plans);
   if (format === "text")
     io.stdout(
       renderPlansText(plans, skipped, {
         ...view,
         ...(forward && { paths: (s: string) => pathsOf(plans.find((p) => p.service === s)!) }),
+        ...(announced && { announce: announced }),
       }),
     );
   else {
     // with --forward: each member says how the LB host reaches it (`path`)
-    const services = forward
+    const withPaths = forward
       ? plans.map((p) => {
           const paths = pathsOf(p)!;
           return { ...p, members: p.members.map((m) => ({ ...m, path: paths.get(m.node) ?? "route" })) };
         })
       : plans;
+    // with --announce: each Service says which hosts announce each of its VIPs (`announce`)
+    const services = announced
+      ? withPaths.map((p) => ({
+          ...p,
+          announce: { mode: announced.mode, vips: announced.forService(p.service) },
+        }))
+      : withPaths;
     const doc = { services, skipped };
     io.stdout(
       format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : stringify(JSON.parse(JSON.stringify(doc))),

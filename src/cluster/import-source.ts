@@ -33,6 +33,7 @@ export const IMPORT_RESOURCES: readonly Resource[] = [
   r("/apis/metallb.io/v1beta1/l2advertisements", "metallb.io/v1beta1", "L2Advertisement"),
   r("/apis/metallb.io/v1beta1/bgpadvertisements", "metallb.io/v1beta1", "BGPAdvertisement"),
   r("/apis/metallb.io/v1beta2/bgppeers", "metallb.io/v1beta2", "BGPPeer"),
+  r("/apis/metallb.io/v1beta1/bfdprofiles", "metallb.io/v1beta1", "BFDProfile"),
   r("/apis/cilium.io/v2/ciliumloadbalancerippools", "cilium.io/v2", "CiliumLoadBalancerIPPool"),
   r(
     "/apis/cilium.io/v2alpha1/ciliuml2announcementpolicies",

@@ -2,7 +2,8 @@
  * Adapter: the Kubernetes API server as a live SnapshotSource (issue #8 §1). One
  * ResourceReflector (list + watch, kube-watch.ts) per resource — Services,
  * EndpointSlices, Nodes, Namespaces; Pods only when asked (a consumer that computes
- * EndpointSlices itself), LoadBalancerIPPools when asked (their pools join config.pools).
+ * EndpointSlices itself), LoadBalancerIPPools when asked (their pools join config.pools),
+ * LoadBalancerBGPPeers when asked (`passlb lb --announce bgp`: the `bgpPeers` of the last read).
  * Each lists in pages of `pageSize` items (500 by default; kube-list-pager.ts).
  *
  * - Level-triggered and debounced: any change pokes a Debouncer (100 ms quiet, 1 s at
@@ -22,6 +23,14 @@
  */
 import type { Clock } from "../health/clock.ts";
 import { decodeDocuments, formatPath, type InputProblem } from "../k8s/decode.ts";
+import {
+  BGP_PEER_API_VERSION,
+  BGP_PEER_KIND,
+  BGP_PEER_PLURAL,
+  decodeBgpPeer,
+  formatBgpPeerProblem,
+  type LoadBalancerBGPPeer,
+} from "../k8s/load-balancer-bgp-peer.ts";
 import {
   type LoadBalancerIPPool,
   LoadBalancerIPPoolSchema,
@@ -49,7 +58,8 @@ export type KubeResourceName =
   | "nodes"
   | "namespaces"
   | "pods"
-  | "loadbalancerippools";
+  | "loadbalancerippools"
+  | "loadbalancerbgppeers";
 
 interface ResourceInfo {
   readonly path: string;
@@ -79,6 +89,11 @@ export const KUBE_RESOURCES: Readonly<Record<KubeResourceName, ResourceInfo>> = 
     kind: POOL_KIND,
     apiVersion: POOL_API_VERSION,
   },
+  loadbalancerbgppeers: {
+    path: `/apis/${BGP_PEER_API_VERSION}/${BGP_PEER_PLURAL}`,
+    kind: BGP_PEER_KIND,
+    apiVersion: BGP_PEER_API_VERSION,
+  },
 };
 
 export interface KubeSourceOptions {
@@ -90,6 +105,8 @@ export interface KubeSourceOptions {
   readonly pods?: boolean;
   /** also watch LoadBalancerIPPools; their pools follow config.pools in the snapshot */
   readonly pools?: boolean;
+  /** also watch LoadBalancerBGPPeers (`bgpPeers`: the routers of `--announce bgp`) */
+  readonly bgpPeers?: boolean;
   /** the configuration the snapshot carries (defaultClass, zones, limits); DEFAULT_CONFIG otherwise */
   readonly config?: PasslbConfigSpec;
   readonly debounce?: DebounceOptions;
@@ -140,6 +157,7 @@ export class KubeSnapshotSource implements SnapshotSource {
     const names: KubeResourceName[] = ["services", "endpointslices", "nodes", "namespaces"];
     if (options.pods) names.push("pods");
     if (options.pools) names.push("loadbalancerippools");
+    if (options.bgpPeers) names.push("loadbalancerbgppeers");
     for (const name of names) {
       const info = KUBE_RESOURCES[name];
       this.#reflectors.set(
@@ -192,6 +210,12 @@ export class KubeSnapshotSource implements SnapshotSource {
   /** The decoded LoadBalancerIPPool objects of the last read (with `pools: true`). */
   get ipPools(): readonly LoadBalancerIPPool[] {
     return this.#pools;
+  }
+
+  /** The decoded LoadBalancerBGPPeer objects of the last read (with `bgpPeers: true`), by name;
+   * an object that failed decoding is left out and named in the read's problems. */
+  get bgpPeers(): readonly LoadBalancerBGPPeer[] {
+    return (this.#caches.get("loadbalancerbgppeers")?.objects ?? []) as readonly LoadBalancerBGPPeer[];
   }
 
   /** How many reads were handed out (tests count reconciles with it). */
@@ -294,6 +318,10 @@ export class KubeSnapshotSource implements SnapshotSource {
 }
 
 function decodeOne(name: KubeResourceName, raw: RawObject): Decoded {
+  if (name === "loadbalancerbgppeers") {
+    const d = decodeBgpPeer(raw);
+    return { raw, object: d.peer, problems: d.problems.map(formatBgpPeerProblem) };
+  }
   if (name === "loadbalancerippools") {
     const r = LoadBalancerIPPoolSchema.safeParse(raw);
     if (r.success) return { raw, object: r.data, problems: [] };

@@ -127,18 +127,36 @@ export function foreignControllers(
  * placed in the middle so that the old controller is stopped before passlb's starts, and no
  * Service's status has two writers at any moment (docs/migrate.md says why).
  */
-export function cutoverOrder(found: readonly ForeignController[], flags: readonly string[]): string[] {
+export function cutoverOrder(
+  found: readonly ForeignController[],
+  flags: readonly string[],
+  /** bgp: LoadBalancerBGPPeers were imported; the LB hosts announce before the old speakers stop */
+  announce: "l2" | "bgp" = "l2",
+): string[] {
   const controllers = found.filter((f) => f.role === "controller");
   const announcers = found.filter((f) => f.role === "announcer");
   const list = (xs: readonly ForeignController[]) =>
     xs.length === 0 ? "none found running" : xs.map((x) => `${x.object}: ${x.stop}`).join("; ");
-  return [
+  const start = [
     "apply the LoadBalancerIPPools printed on standard output (nothing reads them yet)",
     "install the passlb LB hosts with --announce none: they program the addresses already in status",
     `stop the old controller, so that only one writer of status exists: ${list(controllers)}`,
     `start passlb controller${flags.length > 0 ? ` ${flags.join(" ")}` : ""}: it adopts every address in status before it assigns any`,
+  ];
+  const end = "remove the old controller's remaining objects and its CRDs";
+  // BGP: make before break. The routers hold both sets of paths for a while (both deliver to
+  // the Service); stopping the old speakers then withdraws theirs, with no gap without a path.
+  if (announce === "bgp")
+    return [
+      ...start,
+      "apply the LoadBalancerBGPPeers printed on standard output and turn BGP on (passlb lb --announce bgp, no --bgp-peer): the routers learn paths through the LB hosts next to the old ones",
+      `stop the old announcer: ${list(announcers)}: the routers withdraw its paths; its flows move to the LB hosts once`,
+      end,
+    ];
+  return [
+    ...start,
     `stop the old announcer: ${list(announcers)}`,
     "turn announcing on (passlb lb --announce l2 …): the LB hosts send gratuitous ARP / unsolicited NA",
-    "remove the old controller's remaining objects and its CRDs",
+    end,
   ];
 }

@@ -3,7 +3,8 @@
  * zod schemas: only the fields the conversion uses are declared, unknown ones pass. Field
  * names and versions (specs/compat.md §3):
  *   - MetalLB `metallb.io/v1beta1` IPAddressPool, L2Advertisement, BGPAdvertisement,
- *     `v1beta1`/`v1beta2` BGPPeer (api/v1beta1/ipaddresspool_types.go, …), and the ≤ v0.12
+ *     BFDProfile, `v1beta1`/`v1beta2` BGPPeer (api/v1beta1/ipaddresspool_types.go,
+ *     bgpadvertisement_types.go, bfdprofile_types.go, api/v1beta2/bgppeer_types.go), and the ≤ v0.12
  *     ConfigMap `config` (website/content/configuration/migration_to_crds.md);
  *   - Cilium `cilium.io/v2` and `v2alpha1` CiliumLoadBalancerIPPool, `v2alpha1`
  *     CiliumL2AnnouncementPolicy (pkg/k8s/apis/cilium.io/v2{,alpha1}/*);
@@ -55,18 +56,72 @@ export const L2AdvertisementSchema = z.looseObject({
   metadata: Named,
   spec: AdvertisementSpec,
 });
+/** metallb/metallb api/v1beta1/bgpadvertisement_types.go BGPAdvertisementSpec */
 export const BGPAdvertisementSchema = z.looseObject({
   apiVersion: z.string(),
   kind: z.literal("BGPAdvertisement"),
   metadata: Named,
-  spec: AdvertisementSpec,
+  spec: z
+    .looseObject({
+      ipAddressPools: strings.optional(),
+      ipAddressPoolSelectors: z.array(LabelSelectorSchema).optional(),
+      nodeSelectors: z.array(LabelSelectorSchema).optional(),
+      aggregationLength: z.number().int().optional(),
+      aggregationLengthV6: z.number().int().optional(),
+      localPref: z.number().int().min(0).optional(),
+      communities: strings.optional(),
+      peers: strings.optional(),
+    })
+    .default({}),
 });
+export type BGPAdvertisement = z.infer<typeof BGPAdvertisementSchema>;
+
+/** metallb/metallb api/v1beta2/bgppeer_types.go BGPPeerSpec (v1beta1 has the same names) */
 export const BGPPeerSchema = z.looseObject({
   apiVersion: z.string(),
   kind: z.literal("BGPPeer"),
   metadata: Named,
-  spec: z.looseObject({ myASN: z.number().int().optional(), peerASN: z.number().int().optional() }),
+  spec: z.looseObject({
+    myASN: z.number().int().min(0).max(4294967295),
+    peerASN: z.number().int().min(0).max(4294967295).optional(),
+    dynamicASN: z.string().optional(),
+    peerAddress: z.string().min(1),
+    sourceAddress: z.string().optional(),
+    peerPort: z.number().int().optional(),
+    holdTime: z.string().optional(),
+    keepaliveTime: z.string().optional(),
+    connectTime: z.string().optional(),
+    routerID: z.string().optional(),
+    nodeSelectors: z.array(LabelSelectorSchema).optional(),
+    password: z.string().optional(),
+    passwordSecret: z.looseObject({ name: z.string().optional() }).optional(),
+    bfdProfile: z.string().optional(),
+    enableGracefulRestart: z.boolean().optional(),
+    ebgpMultiHop: z.boolean().optional(),
+    vrf: z.string().optional(),
+    disableMP: z.boolean().optional(),
+  }),
 });
+export type BGPPeer = z.infer<typeof BGPPeerSchema>;
+
+/** metallb/metallb api/v1beta1/bfdprofile_types.go BFDProfileSpec */
+export const BFDProfileSchema = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.literal("BFDProfile"),
+  metadata: Named,
+  spec: z
+    .looseObject({
+      receiveInterval: z.number().int().optional(),
+      transmitInterval: z.number().int().optional(),
+      detectMultiplier: z.number().int().optional(),
+      echoInterval: z.number().int().optional(),
+      echoMode: z.boolean().optional(),
+      passiveMode: z.boolean().optional(),
+      minimumTtl: z.number().int().optional(),
+    })
+    .default({}),
+});
+export type BFDProfile = z.infer<typeof BFDProfileSchema>;
 
 /** The ≤ v0.12 `config` key of MetalLB's ConfigMap (YAML in a string). */
 export const MetallbLegacyConfigSchema = z.looseObject({
@@ -206,6 +261,7 @@ export const FOREIGN_SCHEMAS = {
   L2Advertisement: L2AdvertisementSchema,
   BGPAdvertisement: BGPAdvertisementSchema,
   BGPPeer: BGPPeerSchema,
+  BFDProfile: BFDProfileSchema,
   CiliumLoadBalancerIPPool: CiliumPoolSchema,
   CiliumL2AnnouncementPolicy: CiliumL2PolicySchema,
   ServiceGroup: ServiceGroupSchema,

@@ -1,8 +1,8 @@
 /**
  * `passlb import`, the decision: documents of MetalLB, Cilium, kube-vip, PureLB and OpenELB
  * (and the cluster's Services, Namespaces, Deployments, DaemonSets, ConfigMaps) in; the
- * LoadBalancerIPPools to apply, a per-Service report, the foreign controllers still running
- * and the cut-over order out. Pure: the CLI reads files or the cluster and prints.
+ * LoadBalancerIPPools (and, from MetalLB's BGP mode, the LoadBalancerBGPPeers: convert-bgp.ts)
+ * to apply, a per-Service report, the foreign controllers still running and the cut-over order out. Pure: the CLI reads files or the cluster and prints.
  *
  * The per-Service report runs the controller's own address management (plan/ipam.ts) over
  * the converted pools, so "addresses kept" is what `passlb controller` will do, not a guess.
@@ -15,6 +15,7 @@ import type { Document } from "../k8s/documents.ts";
 import { type LoadBalancerIPPool, LoadBalancerIPPoolSchema } from "../k8s/load-balancer-ip-pool.ts";
 import type { Namespace } from "../k8s/objects.ts";
 import { type NamespaceLabels, nameOnlyNamespaceLabels, poolAddressRange } from "../plan/address-pools.ts";
+import { fromMetallbBgp, type ImportedBgpPeer } from "./convert-bgp.ts";
 import {
   type Converted,
   fromCiliumPool,
@@ -23,15 +24,27 @@ import {
   fromMetallbConfigMap,
   fromMetallbPool,
   fromServiceGroup,
+  IMPORTED_FROM,
   type ImportedPool,
   type ImportNote,
 } from "./convert-pools.ts";
 import { cutoverOrder, type ForeignController, foreignControllers } from "./foreign-controllers.ts";
-import { type ConfigMap, FOREIGN_SCHEMAS, type ForeignKind, type Workload } from "./foreign-objects.ts";
+import {
+  type BFDProfile,
+  type BGPAdvertisement,
+  type BGPPeer,
+  type ConfigMap,
+  FOREIGN_SCHEMAS,
+  type ForeignKind,
+  type IPAddressPool,
+  type Workload,
+} from "./foreign-objects.ts";
 import { type ServiceReport, serviceReports } from "./service-report.ts";
 
 export interface ImportResult {
   readonly pools: readonly ImportedPool[];
+  /** from MetalLB BGPPeers (with their BFDProfiles and BGPAdvertisements) */
+  readonly bgpPeers: readonly ImportedBgpPeer[];
   readonly problems: readonly InputProblem[];
   readonly notes: readonly ImportNote[];
   readonly services: readonly ServiceReport[];
@@ -46,6 +59,7 @@ const GROUPS: Readonly<Record<string, readonly string[]>> = {
   L2Advertisement: ["metallb.io/"],
   BGPAdvertisement: ["metallb.io/"],
   BGPPeer: ["metallb.io/"],
+  BFDProfile: ["metallb.io/"],
   CiliumLoadBalancerIPPool: ["cilium.io/"],
   CiliumL2AnnouncementPolicy: ["cilium.io/"],
   ServiceGroup: ["purelb.io/"],
@@ -69,6 +83,12 @@ export function importObjects(documents: readonly Document[]): ImportResult {
   const kubeDocs: Document[] = [];
   const advertisements: { kind: string; object: string; spec: Record<string, unknown> }[] = [];
   let ciliumPools = 0;
+  const bgp = {
+    peers: [] as { at: Located; peer: BGPPeer }[],
+    profiles: [] as BFDProfile[],
+    advertisements: [] as BGPAdvertisement[],
+    metallbPools: [] as IPAddressPool[],
+  };
   /** passlb pools already in the input: used for the Service report, not printed again */
   const existing: LoadBalancerIPPool[] = [];
 
@@ -116,6 +136,7 @@ export function importObjects(documents: readonly Document[]): ImportResult {
     const o = parsed.data;
     switch (o.kind) {
       case "IPAddressPool":
+        bgp.metallbPools.push(o);
         converted.push({ at, result: fromMetallbPool(o) });
         break;
       case "CiliumLoadBalancerIPPool":
@@ -138,17 +159,19 @@ export function importObjects(documents: readonly Document[]): ImportResult {
       case "DaemonSet":
         workloads.push(o);
         break;
-      case "L2Advertisement":
       case "BGPAdvertisement":
+        bgp.advertisements.push(o);
+        advertisements.push({ kind: o.kind, object, spec: o.spec as Record<string, unknown> });
+        break;
+      case "L2Advertisement":
       case "CiliumL2AnnouncementPolicy":
         advertisements.push({ kind: o.kind, object, spec: o.spec as Record<string, unknown> });
         break;
       case "BGPPeer":
-        notes.push({
-          subject: object,
-          kind: "kept for later",
-          message: `BGP peer (ASN ${o.spec.peerASN ?? "?"}): not imported; passlb has no BGP announcement yet (docs/migrate.md)`,
-        });
+        bgp.peers.push({ at, peer: o });
+        break;
+      case "BFDProfile":
+        bgp.profiles.push(o);
         break;
     }
   }
@@ -176,6 +199,50 @@ export function importObjects(documents: readonly Document[]): ImportResult {
       seen.set(p.metadata.name, at.object);
       pools.push(p);
     }
+  }
+  // MetalLB BGP mode → LoadBalancerBGPPeers
+  const bgpPeers: ImportedBgpPeer[] = [];
+  if (bgp.peers.length > 0 || bgp.advertisements.length > 0) {
+    const result = fromMetallbBgp({
+      peers: bgp.peers.map((p) => p.peer),
+      profiles: bgp.profiles,
+      advertisements: bgp.advertisements,
+      pools: bgp.metallbPools.map((p) => p.metadata.name),
+      ipv6Pools: bgp.metallbPools.some((p) => p.spec.addresses.some((a) => a.includes(":"))),
+    });
+    for (const { peer, issue } of result.issues) {
+      const at = bgp.peers[peer]!.at;
+      problems.push(problemAt(at.doc, at.object, issue.path, issue.message));
+    }
+    notes.push(...result.notes);
+    const names = new Map<string, string>();
+    for (const p of result.peers) {
+      const from = p.metadata.annotations[IMPORTED_FROM]!;
+      const before = names.get(p.metadata.name);
+      if (before !== undefined) {
+        const at = bgp.peers.find(
+          (x) => `BGPPeer ${x.peer.metadata.namespace ?? "metallb-system"}/${x.peer.metadata.name}` === from,
+        )!.at;
+        problems.push(
+          problemAt(
+            at.doc,
+            at.object,
+            ["metadata", "name"],
+            `LoadBalancerBGPPeer "${p.metadata.name}" is also imported from ${before}; rename one`,
+          ),
+        );
+        continue;
+      }
+      names.set(p.metadata.name, from);
+      bgpPeers.push(p);
+    }
+    if (bgp.peers.length === 0)
+      notes.push({
+        subject: "BGPAdvertisement",
+        kind: "warning",
+        message:
+          "BGPAdvertisements without any BGPPeer in the input: nothing to announce to; add the BGPPeers",
+      });
   }
   const decoded = decodeDocuments(kubeDocs);
   problems.push(...decoded.problems);
@@ -206,12 +273,13 @@ export function importObjects(documents: readonly Document[]): ImportResult {
   const failed = problems.length > 0;
   return {
     pools: failed ? [] : pools,
+    bgpPeers: failed ? [] : bgpPeers,
     problems,
     notes,
     services: failed ? [] : reports,
     controllers,
     flags,
-    cutover: cutoverOrder(controllers, flags),
+    cutover: cutoverOrder(controllers, flags, bgpPeers.length > 0 ? "bgp" : "l2"),
   };
 }
 
@@ -252,13 +320,8 @@ function announcementNotes(
       .filter(([, v]) => v !== undefined && !(Array.isArray(v) && v.length === 0))
       .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
       .join(", ");
-    if (a.kind === "BGPAdvertisement")
-      notes.push({
-        subject: a.object,
-        kind: "kept for later",
-        message: `BGP announcement${detail ? ` (${detail})` : ""}: not imported until passlb announces over BGP`,
-      });
-    else
+    // BGP: convert-bgp.ts carries its attributes into the LoadBalancerBGPPeers, field by field
+    if (a.kind !== "BGPAdvertisement")
       notes.push({
         subject: a.object,
         kind: "not imported",

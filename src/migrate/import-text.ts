@@ -1,15 +1,16 @@
 /**
- * How `passlb import` prints its result: the LoadBalancerIPPools as YAML documents (or a
- * JSON List) for the user's repository, and the report as text for standard error. Pure.
+ * How `passlb import` prints its result: the LoadBalancerIPPools and LoadBalancerBGPPeers as
+ * YAML documents (or a JSON List) for the user's repository, and the report as text for
+ * standard error. Pure.
  */
 import { stringify } from "yaml";
 import { formatProblem } from "../k8s/decode.ts";
 import type { ImportResult } from "./import-result.ts";
 
 export function renderPools(result: ImportResult, format: "yaml" | "json"): string {
-  if (format === "json")
-    return `${JSON.stringify({ apiVersion: "v1", kind: "List", items: result.pools }, null, 2)}\n`;
-  return result.pools.map((p) => `---\n${stringify(p)}`).join("");
+  const items = [...result.pools, ...result.bgpPeers];
+  if (format === "json") return `${JSON.stringify({ apiVersion: "v1", kind: "List", items }, null, 2)}\n`;
+  return items.map((p) => `---\n${stringify(p)}`).join("");
 }
 
 export function renderReport(result: ImportResult): string {
@@ -34,6 +35,29 @@ export function renderReport(result: ImportResult): string {
     ];
     out.push(
       `  ${p.metadata.name} ← ${p.metadata.annotations["passlb.io/imported-from"]}: ${p.spec.addresses.join(", ")} (${traits.join(", ")})`,
+    );
+  }
+  if (result.bgpPeers.length > 0) {
+    const n = result.bgpPeers.length;
+    out.push(`passlb import: ${n} LoadBalancerBGPPeer${n === 1 ? "" : "s"}`);
+  }
+  for (const p of result.bgpPeers) {
+    const s = p.spec;
+    const bfd =
+      s.bfd?.enabled === false
+        ? "no BFD"
+        : `BFD ${s.bfd?.receiveInterval}/${s.bfd?.transmitInterval} ms × ${s.bfd?.detectMultiplier}`;
+    const family = s.ipv4 ?? s.ipv6;
+    const traits = [
+      `AS ${s.myASN} → ${s.peerASN}`,
+      `hold ${s.holdTime}`,
+      bfd,
+      ...(family?.communities ? [`communities ${family.communities.join(" ")}`] : []),
+      ...(family?.localPref !== undefined ? [`localPref ${family.localPref}`] : []),
+      ...(s.nodeSelectors ? [`nodeSelectors ${JSON.stringify(s.nodeSelectors)}`] : []),
+    ];
+    out.push(
+      `  ${p.metadata.name} ← ${p.metadata.annotations["passlb.io/imported-from"]}: ${s.peerAddress}${s.peerPort ? ` port ${s.peerPort}` : ""} (${traits.join(", ")})`,
     );
   }
   if (result.notes.length > 0) {

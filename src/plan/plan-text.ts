@@ -1,14 +1,34 @@
 /**
  * The text view of `passlb plan`: per Service what an operator wants to read — VIPs,
  * listeners, health checks, backends by zone with weights, what was left out and why,
- * and the issues. With `explain`, every backend's reason in plain words. Pure: plans in,
+ * and the issues; with `announce` (`--announce l2|bgp`), which LB hosts announce each VIP
+ * and why (src/announce/announce-plan.ts decides). With `explain`, every backend's reason
+ * and every condition under which a host gives a VIP up, in plain words. Pure: plans in,
  * a string out.
  */
 import type { Backend, HealthCheck, LoadBalancerPlan, PlanIssue } from "./load-balancer-plan.ts";
 import type { SkippedService } from "./planner.ts";
 
+/** What the text view needs of src/announce/announce-plan.ts's result (kept structural). */
+export interface AnnounceTextView {
+  readonly mode: string;
+  readonly forService: (service: string) => readonly {
+    readonly vip: string;
+    readonly group?: string;
+    readonly hosts: readonly {
+      readonly host: string;
+      readonly role: string;
+      readonly priority?: number;
+      readonly reason: string;
+    }[];
+    readonly withdrawsWhen: readonly string[];
+  }[];
+}
+
 export interface PlanTextOptions {
   readonly explain: boolean;
+  /** `passlb plan --announce`: per VIP, the LB hosts that announce it */
+  readonly announce?: AnnounceTextView;
   /** per Service, node → how the LB host reaches it (`route`, `encap vxlan-gpe:4790`);
    * shown after each member when given (`passlb plan --forward encap`) */
   readonly paths?: (service: string) => ReadonlyMap<string, string> | undefined;
@@ -97,6 +117,7 @@ export function renderPlansText(
         out.push(`    left out (${reason}): ${shown}`);
       }
     }
+    if (options.announce) out.push(...announceLines(options.announce, plan.service, options.explain));
     for (const i of plan.issues) out.push(`  ${SEVERITY_MARK[i.severity]} ${i.code}: ${i.message}`);
     out.push("");
   }
@@ -107,4 +128,33 @@ export function renderPlansText(
     out.push("");
   }
   return out.join("\n");
+}
+
+function announceLines(view: AnnounceTextView, service: string, explain: boolean): string[] {
+  const out: string[] = [];
+  const vips = view.forService(service);
+  if (vips.length === 0) return [`  Announce:    ${view.mode}: no VIP to announce`];
+  for (const v of vips) {
+    const active = v.hosts.filter((h) => h.role === "holds" || h.role === "announces").map((h) => h.host);
+    const who =
+      active.length === 0
+        ? "by no LB host"
+        : view.mode === "l2"
+          ? `held by ${active[0]}`
+          : `by ${active.join(", ")} (${active.length} of ${v.hosts.length} LB hosts)`;
+    out.push(`  Announce:    ${view.mode} ${v.vip} ${who}${v.group ? ` — vrrp_instance ${v.group}` : ""}`);
+    for (const h of v.hosts) {
+      const priority = h.priority === undefined ? "" : ` priority ${h.priority}`;
+      out.push(`      ${h.host.padEnd(20)} ${`${h.role}${priority}`.padEnd(20)} ${h.reason}`);
+    }
+  }
+  const when = vips[0]!.withdrawsWhen;
+  if (explain) {
+    out.push("    a host gives a VIP up when:");
+    for (const w of when) out.push(`      ${w}`);
+  } else
+    out.push(
+      `    a host gives a VIP up on: ${when.map((w) => w.split(":")[0]!.split(" (")[0]).join("; ")} (--explain: how)`,
+    );
+  return out;
 }

@@ -80,7 +80,8 @@ test("deploy/ RBAC: every controller and LB code path runs with no 403, and ever
   });
   await a.start();
   await b.start();
-  const lb = kubeSource(api, {}, "lb");
+  // as `passlb lb --in-cluster --announce bgp` (no --bgp-peer) watches: LoadBalancerBGPPeers too
+  const lb = kubeSource(api, { bgpPeers: true }, "lb");
   t.after(() => lb.close());
   let lbReads = 0;
   await lb.start({ onChange: () => {}, onRead: (r) => void (r.ok && lbReads++) });

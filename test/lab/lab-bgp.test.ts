@@ -69,10 +69,10 @@ test("each LB host's flags pass passlb lb's validation", () => {
     });
     assert.ok(config && typeof config !== "string", String(config));
     assert.deepEqual(
-      config.settings.peers.map((p) => `${p.address} ${p.asn}`),
+      config.settings?.peers.map((p) => `${p.address} ${p.asn}`),
       ["198.51.100.1 64500", "fd00:198:51:100::1 64500"],
     );
-    assert.equal(config.settings.routerId, h.nodeIpv4);
+    assert.equal(config.settings?.routerId, h.nodeIpv4);
   }
 });
 

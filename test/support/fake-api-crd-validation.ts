@@ -5,10 +5,11 @@
  * - required → `Required value`; enum → `Unsupported value: "x": supported values: …`;
  * - a wrong type → `Invalid value: V: P in body must be of type T: "actual"`;
  * - maxLength → `Too long: may not be more than N bytes`; maxItems → `Too many: …`;
- * - pattern, minLength, minimum, minItems, format date-time → `Invalid value: V: P in body
- *   should match 'RE'` / `should be at least N chars long` / `should be greater than or
- *   equal to N` / `should have at least N items` / `must be of type date-time: "V"`.
- * Only the keywords deploy/'s CRD uses.
+ * - pattern, minLength, minimum, maximum, minItems, format date-time → `Invalid value: V: P
+ *   in body should match 'RE'` / `should be at least N chars long` / `should be greater than
+ *   or equal to N` / `should be less than or equal to N` / `should have at least N items` /
+ *   `must be of type date-time: "V"`.
+ * Only the keywords deploy/'s CRDs use.
  */
 import { type FieldError, fe } from "./fake-api-field-errors.ts";
 import { goTimeParseError } from "./fake-api-wire.ts";
@@ -85,6 +86,15 @@ export function crdFieldErrors(s: Schema, value: unknown, path = ""): FieldError
         at(path),
         value,
         `${at(path)} in body should be greater than or equal to ${s.minimum}`,
+      ),
+    );
+  if (typeof value === "number" && s.maximum !== undefined && value > s.maximum)
+    out.push(
+      fe(
+        "Invalid value",
+        at(path),
+        value,
+        `${at(path)} in body should be less than or equal to ${s.maximum}`,
       ),
     );
   if (Array.isArray(value)) {

@@ -1,6 +1,7 @@
 /**
  * Test-only: custom resources as kube-apiserver's apiextensions-apiserver treats them, from
- * the CRD in deploy/crd-loadbalancerippools.yaml (its structural schema and subresources).
+ * the CRDs in deploy/ (every crd-*.yaml: LoadBalancerIPPool, LoadBalancerBGPPeer; their
+ * structural schemas and subresources).
  *
  * - Pruning (apiextensions-apiserver pkg/apiserver/schema/pruning/algorithm.go prune): a
  *   field the structural schema does not name is dropped, at every depth; the root is an
@@ -18,10 +19,10 @@
  * - Patch types (customresource_handler.go supportedTypes): JSON patch, merge patch and
  *   apply; strategic merge patch is a 415 (checked in fake-api-store.ts).
  *
- * Deliberately not: CEL rules (x-kubernetes-validations: the CRD has none), conversion
+ * Deliberately not: CEL rules (x-kubernetes-validations: the CRDs have none), conversion
  * webhooks (one version), ratcheting, list-type map merge keys.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { crdFieldErrors } from "./fake-api-crd-validation.ts";
 import { invalid } from "./fake-api-field-errors.ts";
@@ -40,11 +41,15 @@ export interface CrdInfo {
   readonly schema: Schema;
 }
 
-export const CRD_FILE = new URL("../../deploy/crd-loadbalancerippools.yaml", import.meta.url).pathname;
+const DEPLOY = new URL("../../deploy/", import.meta.url).pathname;
+export const CRD_FILES = readdirSync(DEPLOY)
+  .filter((f) => /^crd-.*\.yaml$/.test(f))
+  .sort()
+  .map((f) => `${DEPLOY}${f}`);
 
-export function loadCrds(file = CRD_FILE): CrdInfo[] {
+export function loadCrds(files: readonly string[] = CRD_FILES): CrdInfo[] {
   const out: CrdInfo[] = [];
-  for (const doc of parseAllDocuments(readFileSync(file, "utf8"))) {
+  for (const doc of files.flatMap((file) => parseAllDocuments(readFileSync(file, "utf8")))) {
     const crd = doc.toJS() as Schema;
     if (crd?.kind !== "CustomResourceDefinition") continue;
     for (const v of crd.spec.versions ?? []) {

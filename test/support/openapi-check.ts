@@ -1,7 +1,7 @@
 /**
  * A small checker for the part of OpenAPI v3 that our CRD's structural schema uses (type,
  * required, properties, additionalProperties, items, minItems, enum, pattern, minLength,
- * maxLength, minimum), so tests can hold example objects against deploy/'s CRD without an
+ * maxLength, minimum, maximum), so tests can hold example objects against deploy/'s CRD without an
  * API server. Stricter than the API server in one way: a field the schema does not name is
  * a problem here (the API server would prune it silently, which hides typos).
  */
@@ -18,6 +18,7 @@ type Schema = {
   minLength?: number;
   maxLength?: number;
   minimum?: number;
+  maximum?: number;
 };
 
 function typeOf(v: unknown): string {
@@ -48,6 +49,8 @@ export function validateAgainst(schema: unknown, value: unknown, path = ""): str
   }
   if (typeof value === "number" && s.minimum !== undefined && value < s.minimum)
     out.push(`${at}: below ${s.minimum}`);
+  if (typeof value === "number" && s.maximum !== undefined && value > s.maximum)
+    out.push(`${at}: above ${s.maximum}`);
   if (Array.isArray(value)) {
     if (s.minItems !== undefined && value.length < s.minItems)
       out.push(`${at}: fewer than ${s.minItems} items`);

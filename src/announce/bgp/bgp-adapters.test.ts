@@ -5,16 +5,31 @@
  * sessions stay down). Root, ip and bird needed for the real halves; they say why they skip.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { parseAllDocuments } from "yaml";
 import { createNetns, deleteNetns, kernelSkipReason } from "../../../test/netns.ts";
 import { PasslbError } from "../../errors.ts";
 import { renderBirdConfig } from "./bird-config.ts";
 import { birdAvailable, birdSpeaker } from "./bird-speaker.ts";
 import { fakeVipRoutes, kernelVipRoutes, type VipRouteTable } from "./kernel-vip-routes.ts";
+
+/** the bird container's shell command, as deploy/components/announce-bgp/lb-bgp.yaml runs it */
+const SIDECAR_SCRIPT = (() => {
+  const ops = parseAllDocuments(
+    readFileSync("deploy/components/announce-bgp/lb-bgp.yaml", "utf8"),
+  )[0]?.toJS() as {
+    path: string;
+    value?: { name?: string; args?: string[] };
+  }[];
+  const bird = ops.find((o) => o.path === "/spec/template/spec/containers/-" && o.value?.name === "bird");
+  if (!bird?.value?.args?.[0])
+    throw new Error("the announce-bgp component has no bird container with a shell command");
+  return bird.value.args[0];
+})();
 
 async function contract(routes: VipRouteTable): Promise<void> {
   assert.deepEqual(await routes.list(), []);
@@ -98,4 +113,58 @@ test("BIRD speaker: starts under its state dir, is adopted by the next start, re
   const gone = spawnSync("kill", ["-0", String(pid)]).status !== 0;
   assert.ok(gone, "BIRD exited");
   assert.equal((await speaker.state()).running, false);
+});
+
+test("BIRD as the pod's sidecar (--bgp-speaker external): passlb waits for it, configures it, never starts or stops it", async (t) => {
+  const why =
+    kernelSkipReason() ?? (birdAvailable() ? undefined : "bird (Debian package bird2) is not installed");
+  if (why) return t.skip(why);
+  const ns = createNetns("bgpcrdside");
+  const dir = mkdtempSync(join(tmpdir(), "plb-bird-side-"));
+  let sidecar: ReturnType<typeof spawn> | undefined;
+  t.after(() => {
+    sidecar?.kill("SIGKILL");
+    deleteNetns(ns);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  spawnSync("ip", ["-n", ns, "link", "set", "lo", "up"]);
+  // no peer at all (no LoadBalancerBGPPeer selects the host yet): BIRD sends nothing anywhere
+  const config = renderBirdConfig({
+    asn: 64512,
+    peers: [],
+    routerId: "198.51.100.2",
+    kernelTable: 4242,
+    bfd: undefined,
+    holdSeconds: 9,
+    connectRetrySeconds: 1,
+    communities: [],
+  });
+  const speaker = birdSpeaker({
+    stateDir: dir,
+    bfd: false,
+    netns: ns,
+    external: true,
+    externalWaitMs: 10_000,
+  });
+  // no sidecar yet: a clear error after the wait, and passlb started no BIRD of its own
+  await assert.rejects(
+    birdSpeaker({ stateDir: dir, bfd: false, external: true, externalWaitMs: 400 }).start(config),
+    (e) => e instanceof PasslbError && /no BIRD answers on .*bird\.ctl after 0\.4 s/.test(e.message),
+  );
+  assert.equal(existsSync(join(dir, "bird.pid")), false, "passlb started no BIRD");
+  // the sidecar's command (deploy/lb-daemonset.yaml): wait for the file, then BIRD in the foreground
+  const starting = speaker.start(config);
+  sidecar = spawn(
+    "ip",
+    ["netns", "exec", ns, "sh", "-c", SIDECAR_SCRIPT.replaceAll("/run/passlb/bgp", dir)],
+    { stdio: "ignore" },
+  );
+  await starting;
+  const state = await speaker.state();
+  assert.equal(state.running, true, "passlb talks to the sidecar's BIRD");
+  assert.match(readFileSync(join(dir, "bird.conf"), "utf8"), /router id 198\.51\.100\.2;/);
+  await speaker.start(config.replace("router id 198.51.100.2", "router id 198.51.100.3"));
+  await speaker.stop();
+  assert.equal(sidecar.exitCode, null, "stop() leaves the sidecar's BIRD running");
+  assert.equal((await speaker.state()).running, true);
 });

@@ -57,16 +57,35 @@ export class BgpAnnouncer {
   #serial: Promise<unknown> = Promise.resolve();
   #timer: ReturnType<typeof setInterval> | undefined;
   #stopped = false;
+  #config: string;
 
   constructor(options: BgpAnnouncerOptions) {
     this.#o = options;
+    this.#config = options.config;
   }
 
   async start(): Promise<void> {
-    await this.#o.speaker.start(this.#o.config);
+    await this.#o.speaker.start(this.#config);
     await this.#reconcile();
     this.#timer = setInterval(() => void this.#reconcile(), this.#o.pollMs);
     this.#timer.unref?.();
+  }
+
+  /**
+   * A new speaker configuration (the cluster's LoadBalancerBGPPeers changed): loaded into the
+   * running speaker when the text differs (BIRD `configure`: sessions whose settings did not
+   * change stay up); serialised with the reconciles. Resolves false when it was the same text.
+   * A refused configuration rejects and leaves the last good one running.
+   */
+  configure(config: string): Promise<boolean> {
+    const next = this.#serial.then(async () => {
+      if (this.#stopped || config === this.#config) return false;
+      await this.#o.speaker.start(config);
+      this.#config = config;
+      return true;
+    });
+    this.#serial = next.catch(() => undefined);
+    return next;
   }
 
   setReadiness(list: readonly VipReadiness[]): void {

@@ -43,11 +43,43 @@ const v4NoBfd: BgpSettings = {
   routerId: undefined as never,
 };
 delete (v4NoBfd as { routerId?: string }).routerId;
+/** per-session settings as LoadBalancerBGPPeers give them (bgp-peer-config.ts): own ASN, port,
+ * timers, BFD off on one session, rx ≠ tx, own communities (a large one) and LOCAL_PREF */
+const fromObjects: BgpSettings = {
+  ...dualStack,
+  bfd: { intervalMs: 300, multiplier: 4, receiveMs: 300, transmitMs: 200 },
+  communities: [],
+  peers: [
+    {
+      address: "198.51.100.1",
+      asn: 64512,
+      family: "IPv4",
+      source: "tor-a",
+      localAsn: 64512,
+      holdSeconds: 3,
+      connectRetrySeconds: 5,
+      communities: ["64512:100", "large:64512:1:2"],
+      localPref: 200,
+    },
+    {
+      address: "198.51.100.2",
+      asn: 64501,
+      family: "IPv4",
+      source: "tor-b",
+      localAsn: 64513,
+      port: 1179,
+      keepaliveSeconds: 2,
+      bfd: false,
+    },
+    { address: "fd00:198:51:100::1", asn: 64500, family: "IPv6", source: "tor-a-v6", localAsn: 64512 },
+  ],
+};
 
 test("the BIRD configuration: golden text, and BIRD itself parses it", (t) => {
   for (const [name, settings] of [
     ["bird-dual-stack.conf", dualStack],
     ["bird-v4-no-bfd.conf", v4NoBfd],
+    ["bird-peers-from-crd.conf", fromObjects],
   ] as const) {
     const text = renderBirdConfig(settings);
     assertGolden(join(FIX, name), text);
@@ -78,8 +110,13 @@ test("identical attributes on every LB host: only the router id differs between 
   assert.match(text, /kernel table 4242;\n {2}learn;/);
 });
 
+test("no peer (no LoadBalancerBGPPeer selects the host yet): BIRD runs its kernel protocols and announces nothing", () => {
+  const text = renderBirdConfig({ ...dualStack, peers: [] });
+  assert.doesNotMatch(text, /protocol bgp|protocol bfd|filter /);
+  assert.match(text, /protocol kernel vips4/);
+});
+
 test("bad settings are bugs in the caller: the renderer throws", () => {
-  assert.throws(() => renderBirdConfig({ ...dualStack, peers: [] }), /no peers/);
   assert.throws(() => renderBirdConfig({ ...dualStack, asn: 0 }), /ASN/);
   assert.throws(() => renderBirdConfig({ ...dualStack, communities: ["x"] }), /community/);
 });

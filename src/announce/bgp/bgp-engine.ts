@@ -62,6 +62,14 @@ export class BgpEngine implements Announcer {
     this.#take(input);
   }
 
+  /** A new BIRD configuration (LoadBalancerBGPPeers changed); true when it was loaded. A
+   * refused one rejects, and the last good configuration keeps running. */
+  async configure(config: string): Promise<boolean> {
+    const loaded = await this.#announcer.configure(config);
+    if (loaded) this.#onEvent({ kind: "reloaded", added: 0, removed: 0, changed: 1 });
+    return loaded;
+  }
+
   /** One reconcile now; resolves when the table and the status follow the last input (tests). */
   reconcile(): Promise<void> {
     return this.#announcer.reconcile();

@@ -23,11 +23,29 @@ export interface VipAnnouncement {
   readonly reason: string;
 }
 
-/** One BGP neighbour, from `--bgp-peer ADDR:ASN` (IPv6 `[ADDR]:ASN`). */
+/** One BGP neighbour, from `--bgp-peer ADDR:ASN` (IPv6 `[ADDR]:ASN`) or a
+ * LoadBalancerBGPPeer (bgp-peer-config.ts). The optional fields override the settings'
+ * values for this session only; absent, the session takes the settings' (the flags'). */
 export interface BgpPeer {
   readonly address: string;
   readonly asn: number;
   readonly family: IpFamily;
+  /** the LoadBalancerBGPPeer it came from (a comment in bird.conf; the protocol stays peerN) */
+  readonly source?: string;
+  /** this host's ASN on this session (LoadBalancerBGPPeer myASN) */
+  readonly localAsn?: number;
+  /** the router's TCP port (179 when absent) */
+  readonly port?: number;
+  readonly holdSeconds?: number;
+  /** absent: a third of the hold time */
+  readonly keepaliveSeconds?: number;
+  readonly connectRetrySeconds?: number;
+  /** BFD on this session; absent: whenever `settings.bfd` is set */
+  readonly bfd?: boolean;
+  /** communities added to the VIP routes sent to this peer, after the settings' ones */
+  readonly communities?: readonly string[];
+  /** LOCAL_PREF on the VIP routes sent to this peer (iBGP sessions only) */
+  readonly localPref?: number;
 }
 
 /** Everything the speaker's configuration is rendered from (identical on every LB host but `routerId`). */
@@ -38,11 +56,20 @@ export interface BgpSettings {
   readonly routerId?: string;
   /** the kernel routing table passlb writes VIP routes into and the speaker learns from */
   readonly kernelTable: number;
-  readonly bfd: { readonly intervalMs: number; readonly multiplier: number } | undefined;
+  /** BFD timing of every BFD session of the host (BIRD's bfd protocol takes one per
+   * interface); `receiveMs`/`transmitMs`, when given, replace `intervalMs` for that direction */
+  readonly bfd:
+    | {
+        readonly intervalMs: number;
+        readonly multiplier: number;
+        readonly receiveMs?: number;
+        readonly transmitMs?: number;
+      }
+    | undefined;
   readonly holdSeconds: number;
   /** seconds between attempts to (re)open a session */
   readonly connectRetrySeconds: number;
-  /** BGP communities added to every announced VIP route, "ASN:VALUE" */
+  /** BGP communities added to every announced VIP route, "ASN:VALUE" (or "large:A:B:C") */
   readonly communities: readonly string[];
 }
 

@@ -15,6 +15,10 @@
  * - `state()`: `show protocols all` and `show bfd sessions`, parsed by bird-status.ts.
  * - `stop()`: `birdc down` (BIRD closes its sessions with a Cease notification and exits),
  *   then waits for the pid; SIGTERM after 3 s.
+ * - `external: true` (`--bgp-speaker external`: BIRD runs in its own container of the pod,
+ *   deploy/lb-daemonset.yaml): passlb never starts or stops BIRD. `start` writes and checks
+ *   the file as above, waits for the socket (the sidecar starts BIRD once the file exists),
+ *   then `configure`s it; `stop` leaves BIRD running (the pod's end stops it).
  * BIRD command line and control commands: CZ-NIC/bird@v2.0.12:doc/bird.sgml ("Running
  * BIRD", "Remote control").
  */
@@ -88,11 +92,17 @@ function alive(pid: number): boolean {
 
 export function birdSpeaker(options: {
   stateDir: string;
-  bfd: boolean;
+  /** BFD is configured (then every session needs an Up BFD session to count as healthy);
+   * a function of the peer addresses with BFD when it follows the configuration (LoadBalancerBGPPeers) */
+  bfd: boolean | (() => ReadonlySet<string>);
   bird?: string;
   birdc?: string;
   /** start BIRD inside this network namespace (`ip netns exec`; tests) */
   netns?: string;
+  /** BIRD is someone else's process (a sidecar) on the state directory's socket */
+  external?: boolean;
+  /** external: how long to wait for its socket (default 30 s) */
+  externalWaitMs?: number;
 }): BgpSpeaker {
   const paths = birdPaths(options.stateDir);
   const bird = options.bird ?? "bird";
@@ -119,6 +129,17 @@ export function birdSpeaker(options: {
           details: { stderr: parsed.stderr, file: candidate },
         });
       renameSync(candidate, paths.config);
+      if (options.external) {
+        const waitMs = options.externalWaitMs ?? 30_000;
+        for (let waited = 0; (await control("show", "status")) === undefined; waited += 200) {
+          if (waited >= waitMs)
+            throw new PasslbError(
+              "announce_failed",
+              `no BIRD answers on ${paths.socket} after ${waitMs / 1000} s (--bgp-speaker external: the bird container of the pod starts it once ${paths.config} exists)`,
+            );
+          await sleep(200);
+        }
+      }
       if ((await control("show", "status")) !== undefined) {
         const r = await control("configure", `"${paths.config}"`);
         if (r === undefined || /error/i.test(r))
@@ -154,12 +175,14 @@ export function birdSpeaker(options: {
       );
     },
     async state() {
+      const bfdOn = typeof options.bfd === "function" ? options.bfd() : options.bfd;
+      const any = typeof bfdOn === "boolean" ? bfdOn : bfdOn.size > 0;
       const protocols = await control("show", "protocols", "all");
-      const bfd =
-        options.bfd && protocols !== undefined ? await control("show", "bfd", "sessions") : undefined;
-      return birdSpeakerState(protocols, bfd, options.bfd);
+      const bfd = any && protocols !== undefined ? await control("show", "bfd", "sessions") : undefined;
+      return birdSpeakerState(protocols, bfd, bfdOn);
     },
     async stop() {
+      if (options.external) return; // the sidecar's BIRD: its container's end stops it
       const p = pid();
       await control("down");
       if (p === undefined) return;

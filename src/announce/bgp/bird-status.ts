@@ -85,24 +85,26 @@ export function bgpSessionsOf(protocols: readonly BirdProtocol[]): BgpSessionSta
 
 /**
  * The speaker's state from the two outputs; `bfd` is whether BFD is configured (then every
- * established session needs its BFD session Up). `undefined` text = BIRD did not answer.
+ * established session needs its BFD session Up), or the peer addresses whose sessions have
+ * BFD (LoadBalancerBGPPeers may turn it off per session). `undefined` text = BIRD did not answer.
  */
 export function birdSpeakerState(
   protocolsText: string | undefined,
   bfdText: string | undefined,
-  bfd: boolean,
+  bfd: boolean | ReadonlySet<string>,
 ): SpeakerState {
   if (protocolsText === undefined)
     return { running: false, sessions: [], bfd: [], health: "down", findings: ["BIRD is not answering"] };
   const sessions = bgpSessionsOf(parseBirdProtocols(protocolsText));
-  const bfdSessions = bfd && bfdText !== undefined ? parseBirdBfdSessions(bfdText) : [];
+  const wants = (peer: string) => (typeof bfd === "boolean" ? bfd : bfd.has(peer));
+  const bfdSessions = bfd !== false && bfdText !== undefined ? parseBirdBfdSessions(bfdText) : [];
   const findings: string[] = [];
   for (const s of sessions) {
     if (!s.established) {
       findings.push(`BGP ${s.name} (${s.peer}) is ${s.state}${s.lastError ? `: ${s.lastError}` : ""}`);
       continue;
     }
-    if (!bfd) continue;
+    if (!wants(s.peer)) continue;
     const b = bfdSessions.find((x) => x.peer === s.peer);
     if (b?.state !== "Up")
       findings.push(`BGP ${s.name} (${s.peer}) is up, BFD ${b ? b.state : "has no session"}`);
