@@ -14,9 +14,11 @@
  * Run: node --import tsx bench/nft-sync.bench.ts [--services N --nodes N --changes N]
  * Addresses: nodes fd00:1::/64, VIPs fd00:10::/112 (ULA, nothing is sent anywhere).
  */
-import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { HealthState } from "../src/dataplane/forwarding-state.ts";
 import { LbController } from "../src/dataplane/lb-controller.ts";
@@ -29,10 +31,28 @@ const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
 };
-const SERVICES = arg("services", 1000);
-const NODES = arg("nodes", 100);
 const CHANGES = arg("changes", 100);
 const LOCAL_NODES = 10;
+const argText = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+/** `--sizes 1000x100,10000x1000` (a curve in one run), else `--services N --nodes N` */
+const SIZES: [number, number][] = argText("sizes")
+  ? argText("sizes")!
+      .split(",")
+      .map((p) => p.split("x").map(Number) as [number, number])
+  : [[arg("services", 1000), arg("nodes", 100)]];
+if (SIZES.some(([s, n]) => !(s > 0 && n > 0))) throw new Error(`bad --sizes ${argText("sizes")}`);
+/** `--shapes cluster,local` (default both) */
+const SHAPES = (argText("shapes") ?? "cluster,local").split(",").map((x) => {
+  if (x !== "cluster" && x !== "local") throw new Error(`bad --shapes entry ${x}`);
+  return x === "local";
+});
+/** `--profile-changes DIR`: a CPU profile of the incremental changes only (node:inspector) */
+const PROFILE_CHANGES = argText("profile-changes");
+/** `--rss`: also run `passlb lb --once` on each size and shape under /usr/bin/time */
+const RSS = process.argv.includes("--rss");
 
 const skip = kernelSkipReason();
 if (skip) {
@@ -46,15 +66,31 @@ const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length * p) - 1)]!;
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
-const makeSnapshot = (local: boolean) =>
-  benchCluster({ services: SERVICES, nodes: NODES, localNodes: LOCAL_NODES, local });
+const makeSnapshot = (services: number, nodes: number, local: boolean) =>
+  benchCluster({ services, nodes, localNodes: LOCAL_NODES, local });
 
-// `--write-manifests DIR [--local]`: write the generated cluster as JSON manifests (for
-// measuring `passlb lb --once` itself with /usr/bin/time) and stop.
-const writeTo = process.argv.indexOf("--write-manifests");
-if (writeTo >= 0) {
-  const dir = process.argv[writeTo + 1]!;
-  const snap = makeSnapshot(process.argv.includes("--local"));
+async function startProfile(): Promise<{ stop: (file: string) => Promise<void> }> {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))),
+    );
+  await post("Profiler.enable");
+  await post("Profiler.start");
+  return {
+    stop: async (file) => {
+      const { profile } = (await post("Profiler.stop")) as { profile: unknown };
+      mkdirSync(PROFILE_CHANGES!, { recursive: true });
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      console.log(`CPU profile of the changes: ${file}`);
+    },
+  };
+}
+
+/** The generated cluster as one JSON List manifest (what `passlb lb -f` reads). */
+function writeManifests(dir: string, snap: ReturnType<typeof makeSnapshot>): void {
   const { config, ...objects } = snap;
   const items = [
     { apiVersion: "passlb.io/v1alpha1", kind: "PasslbConfig", metadata: { name: "default" }, spec: config },
@@ -64,6 +100,48 @@ if (writeTo >= 0) {
   ];
   mkdirSync(dir, { recursive: true });
   writeFileSync(`${dir}/cluster.json`, JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+}
+
+/** `passlb lb --once` on the same cluster in a throwaway namespace, peak RSS by /usr/bin/time. */
+function rssOfLb(services: number, nodes: number, local: boolean): void {
+  const dir = mkdtempSync(join(tmpdir(), "plb-scale-rss-"));
+  const ns = createNetns("br");
+  try {
+    writeManifests(dir, makeSnapshot(services, nodes, local));
+    const t = performance.now();
+    const r = spawnSync(
+      "/usr/bin/time",
+      [
+        "-f",
+        "%M kB %U s user %S s sys",
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        process.execPath,
+        "bin/passlb.js",
+        "lb",
+      ].concat(["--dataplane", "nftables", "-f", dir, "--once", "--no-routes", "--no-probe"]),
+      { encoding: "utf8", timeout: 170_000 },
+    );
+    const wall = performance.now() - t;
+    const line = /(\d+) kB (\S+) s user (\S+) s sys/.exec(r.stderr ?? "");
+    if (r.status !== 0 || !line) throw new Error(`passlb lb failed (${r.status}): ${r.stderr?.slice(-2000)}`);
+    console.log(
+      `| \`passlb lb --once\` (${services} × ${nodes}, ${local ? "eTP Local" : "eTP Cluster"}): peak RSS | **${(Number(line[1]) / 1024).toFixed(0)} MB** (wall ${ms(wall)}, user ${line[2]} s, sys ${line[3]} s) |`,
+    );
+  } finally {
+    deleteNetns(ns);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// `--write-manifests DIR [--local]`: write the generated cluster as JSON manifests (for
+// measuring `passlb lb --once` itself with /usr/bin/time) and stop.
+const writeTo = process.argv.indexOf("--write-manifests");
+if (writeTo >= 0) {
+  const [services, nodes] = SIZES[0]!;
+  writeManifests(process.argv[writeTo + 1]!, makeSnapshot(services, nodes, process.argv.includes("--local")));
   process.exit(0);
 }
 
@@ -80,7 +158,7 @@ function elementCount(script: string): number {
 }
 
 console.log(
-  `nft-sync bench: ${SERVICES} Services × ${NODES} nodes; node ${process.version}; ${new Date().toISOString()}; load ${loadavg()
+  `nft-sync bench: ${SIZES.map(([s, n]) => `${s} Services × ${n} nodes`).join(", ")}; node ${process.version}; ${new Date().toISOString()}; load ${loadavg()
     .map((l) => l.toFixed(1))
     .join(" ")}`,
 );
@@ -111,12 +189,22 @@ for (const M of arg("skip-m", 0) ? [] : [127, 251, 1021, 4093, 16381]) {
   }
 }
 
-// 2–4. full sync, baselines, incremental
-for (const local of [false, true]) {
-  const label = local ? "eTP Local, 10 nodes per Service, weighted" : "eTP Cluster, all nodes";
+// 2–4. full sync, baselines, incremental — per size and shape
+interface ShapeResult {
+  readonly fullMs: number;
+  readonly fullCpu: number;
+  readonly reapplyMs: number;
+  readonly elements: number;
+  readonly slabPerService: number;
+  readonly p99: number;
+  readonly p50: number;
+}
+
+async function runShape(SERVICES: number, NODES: number, local: boolean): Promise<ShapeResult> {
+  const label = `${SERVICES} Services × ${NODES} nodes, ${local ? `eTP Local, ${LOCAL_NODES} nodes per Service, weighted` : "eTP Cluster, all nodes (one shared table)"}`;
   const ns = createNetns("bs");
   try {
-    const snapshot = makeSnapshot(local);
+    const snapshot = makeSnapshot(SERVICES, NODES, local);
     const health = new Map<string, HealthState>();
     const nft = createNftApplier({ netns: ns });
     let applied = "";
@@ -178,6 +266,7 @@ for (const local of [false, true]) {
     }
     const plainMs = nftIn(ns, `${plain.join("\n")}\n`);
     // incremental
+    const profiler = PROFILE_CHANGES ? await startProfile() : undefined;
     const latencies: number[] = [];
     const nftTimes: number[] = [];
     const cpus: number[] = [];
@@ -209,6 +298,10 @@ for (const local of [false, true]) {
       sizes.push(out.bytes);
       if (process.env.DEBUG_BENCH) console.log(i, out.kind === "ok" && out.mode, out.bytes);
     }
+    if (profiler)
+      await profiler.stop(
+        `${PROFILE_CHANGES}/changes-${SERVICES}x${NODES}-${local ? "local" : "cluster"}.cpuprofile`,
+      );
     await c.stop();
     const rss = process.resourceUsage().maxRSS / 1024;
     console.log(`\n### ${label}`);
@@ -243,8 +336,38 @@ for (const local of [false, true]) {
       `| incremental transaction size p50 / max | ${pct(sizes, 0.5)} B / ${Math.max(...sizes)} B |`,
     );
     console.log(`| peak RSS of this process so far | ${rss.toFixed(0)} MB |`);
+    return {
+      fullMs,
+      fullCpu,
+      reapplyMs,
+      elements,
+      slabPerService: (slab * 1024) / SERVICES,
+      p50: pct(latencies, 0.5),
+      p99: pct(latencies, 0.99),
+    };
   } finally {
     deleteNetns(ns);
+  }
+}
+const results: { size: string; shape: string; r: ShapeResult }[] = [];
+for (const [services, nodes] of SIZES)
+  for (const local of SHAPES) {
+    const r = await runShape(services, nodes, local);
+    results.push({ size: `${services} × ${nodes}`, shape: local ? "eTP Local" : "eTP Cluster", r });
+    if (RSS) rssOfLb(services, nodes, local);
+  }
+if (SIZES.length > 1) {
+  console.log("\n### curve (each figure and its ratio to the smallest size of the same shape in this run)");
+  console.log(
+    "| Services × nodes | shape | full sync | of which nft | elements | kernel slab per Service | one change p50 / p99 |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- | --- |");
+  for (const { size, shape, r } of results) {
+    const b = results.find((x) => x.shape === shape)!.r;
+    const x = (a: number, c: number) => `${(a / c).toFixed(2)}×`;
+    console.log(
+      `| ${size} | ${shape} | ${ms(r.fullMs)} (${x(r.fullMs, b.fullMs)}) | ${ms(r.reapplyMs)} | ${r.elements} | ${(r.slabPerService / 1024).toFixed(1)} KB | ${ms(r.p50)} / ${ms(r.p99)} (p99 ${x(r.p99, b.p99)}) |`,
+    );
   }
 }
 console.log(
