@@ -104,8 +104,17 @@ export function slicesByService(slices: readonly EndpointSlice[]): (service: Ser
   return (service) => byService.get(key(service)) ?? [];
 }
 
-function nodesByName(nodes: readonly Node[]): Map<string, Node> {
-  return new Map(nodes.map((n) => [n.metadata.name ?? "", n]));
+const nodeMaps = new WeakMap<readonly Node[], Map<string, Node>>();
+
+/** Nodes by name; the same Map for the same Node list, so the reconciler's per-Service memo
+ * (desired-endpoints.ts, keyed on the Map) carries over from one pass to the next. */
+export function nodesByName(nodes: readonly Node[]): ReadonlyMap<string, Node> {
+  let m = nodeMaps.get(nodes);
+  if (!m) {
+    m = new Map(nodes.map((n) => [n.metadata.name ?? "", n]));
+    nodeMaps.set(nodes, m);
+  }
+  return m;
 }
 
 const hasSelector = (s: Service) => s.spec.type !== "ExternalName" && s.spec.selector != null;
