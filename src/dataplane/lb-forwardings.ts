@@ -26,7 +26,10 @@ import type { HealthCheck, LoadBalancerPlan } from "../plan/load-balancer-plan.t
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import {
   type BackendSelection,
+  backendSelection,
+  type ForwardingOptions,
   type HealthLookup,
+  listenerChecks,
   type ServiceForwarding,
   serviceForwarding,
 } from "./forwarding-state.ts";
@@ -56,6 +59,7 @@ export class LbForwardings {
   readonly #memberIds = new WeakMap<LoadBalancerPlan, number>();
   readonly #memberKeys = new Map<string, number>();
   readonly #checkKeys = new WeakMap<HealthCheck, string>();
+  readonly #listenerChecks = new WeakMap<LoadBalancerPlan, (HealthCheck | undefined)[]>();
 
   constructor(options: LbForwardingsOptions) {
     this.#o = options;
@@ -135,6 +139,11 @@ export class LbForwardings {
         continue;
       }
       try {
+        if (last?.plan === plan) {
+          // the same plan, health moved: only the selections can differ
+          forwardings.set(plan.service, this.#reselect(last, health, options, select));
+          continue;
+        }
         const built = serviceForwarding(plan, health, options);
         forwardings.set(plan.service, last && sameForwarding(last, built) ? last : built);
       } catch (e) {
@@ -170,6 +179,37 @@ export class LbForwardings {
     this.#lastPlans = plans;
     this.#lastGood = forwardings;
     return [...forwardings.values()];
+  }
+
+  /** `last` with each listener's selection read again (its own object where unchanged):
+   * what serviceForwarding would give for the same plan, without building it anew. */
+  #reselect(
+    last: ServiceForwarding,
+    health: HealthLookup,
+    options: ForwardingOptions,
+    select: NonNullable<ForwardingOptions["select"]>,
+  ): ServiceForwarding {
+    const plan = last.plan;
+    let checks = this.#listenerChecks.get(plan);
+    if (!checks) {
+      checks = listenerChecks(plan);
+      this.#listenerChecks.set(plan, checks);
+    }
+    let same = true;
+    const listeners = last.listeners.map((l, i) => {
+      const check = checks[i];
+      const sel = select(plan, check, () => backendSelection(plan, check, health, options));
+      if (
+        sel.table === l.table &&
+        sel.backends === l.backends &&
+        sel.zoneTables === l.zoneTables &&
+        sel.failOpen === l.failOpen
+      )
+        return l;
+      same = false;
+      return { listener: l.listener, protocol: l.protocol, port: l.port, ...sel };
+    });
+    return same ? last : { service: last.service, plan, listeners };
   }
 
   #remember(p: LoadBalancerPlan): void {

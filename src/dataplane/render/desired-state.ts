@@ -243,8 +243,11 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     putSet(base, dsrSet(fam, base.dispatch[fam], input.previous), touchedSets);
   }
 
-  const counters = new Set([...marks.counters, ...base.serviceCounters.keys()]);
-  if (!sameSet(counters, base.counters)) base.counters = counters;
+  // the counters change only with the node marks' counters or a part built anew
+  if (moved || reslotted.size < redo.length) {
+    const counters = new Set([...marks.counters, ...base.serviceCounters.keys()]);
+    if (!sameSet(counters, base.counters)) base.counters = counters;
+  }
   const state: NftState = {
     table: input.table,
     sets: base.sets,
