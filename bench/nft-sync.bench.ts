@@ -1,17 +1,24 @@
 /**
- * nftables data plane benchmark (issue 6), as root, in throwaway network namespaces:
+ * nftables data plane benchmark (issues 6 and 17), as root, in throwaway network namespaces:
  *   1. Maglev M vs kernel memory and load time: 40 slot maps of M elements each;
- *   2. full sync of 1,000 Services × 100 nodes through the LbController (plan → forwarding
- *      → render → one nft transaction), for eTP Cluster (every Service has the same 100
- *      nodes: one shared table) and eTP Local (each Service on its own 10 nodes with
- *      pod-count weights: 1,000 distinct tables); transaction size, kernel slab delta;
- *   3. incremental: 100 single changes (Cluster: a node's health flips; Local: one
- *      endpoint leaves or comes back), time from the change to the committed transaction,
- *      p50/p99;
- *   4. this process's peak RSS (the same code `passlb lb` runs).
+ *   2. full sync of Services × nodes through the LbController (plan → forwarding → render →
+ *      one nft transaction), per size (`--sizes 1000x100,10000x1000`: a curve, each point
+ *      a ratio to the smallest size of its shape in the same run) and shape: eTP Cluster
+ *      (every Service on every node: one shared table; clusterBackendLimit raised to the
+ *      node count, nft-bench-cluster.ts) and eTP Local (each Service on its own 10 nodes
+ *      with pod-count weights: one distinct table per Service); transaction size, kernel
+ *      slab delta per Service;
+ *   3. incremental: single changes, time from the change to the committed transaction,
+ *      p50/p99 (nearest rank) — under Cluster a node's health flips (every Service's table
+ *      changes at once), then one endpoint of one Service leaves or comes back; under Local
+ *      the endpoint change;
+ *   4. this process's peak RSS, and with `--rss` `passlb lb --once` itself on the same
+ *      cluster (peak RSS by /usr/bin/time, in a throwaway namespace).
  * Baselines measured in the same run: an empty-table transaction (`nft -f` fixed cost) and
  * a plain set with as many elements as the full sync (nft's per-element cost).
- * Run: node --import tsx bench/nft-sync.bench.ts [--services N --nodes N --changes N]
+ * Run: node --import tsx bench/nft-sync.bench.ts [--skip-m 1] [--services N --nodes N |
+ *        --sizes SxN,SxN] [--shapes cluster,local] [--changes N] [--rss]
+ *        [--profile-changes DIR (a CPU profile of the incremental changes only)]
  * Addresses: nodes fd00:1::/64, VIPs fd00:10::/112 (ULA, nothing is sent anywhere).
  */
 import { execFileSync, spawnSync } from "node:child_process";
@@ -196,8 +203,15 @@ interface ShapeResult {
   readonly reapplyMs: number;
   readonly elements: number;
   readonly slabPerService: number;
-  readonly p99: number;
-  readonly p50: number;
+  readonly changes: ReadonlyMap<ChangeKind, { readonly p50: number; readonly p99: number }>;
+}
+
+type ChangeKind = "health" | "endpoint";
+interface Incremental {
+  readonly latencies: number[];
+  readonly nftTimes: number[];
+  readonly cpus: number[];
+  readonly sizes: number[];
 }
 
 async function runShape(SERVICES: number, NODES: number, local: boolean): Promise<ShapeResult> {
@@ -265,38 +279,41 @@ async function runShape(SERVICES: number, NODES: number, local: boolean): Promis
       plain.push(`add element inet b s { ${chunk.join(", ")} }`);
     }
     const plainMs = nftIn(ns, `${plain.join("\n")}\n`);
-    // incremental
+    // incremental: under eTP Cluster a node's health flips (every Service's table at once),
+    // then one endpoint of one Service leaves or comes back; under eTP Local the latter
     const profiler = PROFILE_CHANGES ? await startProfile() : undefined;
-    const latencies: number[] = [];
-    const nftTimes: number[] = [];
-    const cpus: number[] = [];
-    const sizes: number[] = [];
     let current = snapshot;
-    for (let i = 0; i < CHANGES; i++) {
-      if (!local) {
-        const node = `node-${(i >> 1) % NODES}`;
-        if (i % 2 === 0) health.set(node, "unhealthy");
-        else health.delete(node);
-        healthVersion++;
-      } else {
-        const s = (i >> 1) % SERVICES;
-        const slices = [...current.endpointSlices];
-        const original = snapshot.endpointSlices[s]!;
-        slices[s] = i % 2 === 0 ? { ...original, endpoints: (original.endpoints ?? []).slice(1) } : original;
-        current = { ...current, endpointSlices: slices };
-        c.setSnapshot(current, false, false);
+    const incremental = new Map<ChangeKind, Incremental>();
+    for (const kind of local ? (["endpoint"] as const) : (["health", "endpoint"] as const)) {
+      const r: Incremental = { latencies: [], nftTimes: [], cpus: [], sizes: [] };
+      incremental.set(kind, r);
+      for (let i = 0; i < CHANGES; i++) {
+        if (kind === "health") {
+          const node = `node-${(i >> 1) % NODES}`;
+          if (i % 2 === 0) health.set(node, "unhealthy");
+          else health.delete(node);
+          healthVersion++;
+        } else {
+          const s = (i >> 1) % SERVICES;
+          const slices = [...current.endpointSlices];
+          const original = snapshot.endpointSlices[s]!;
+          slices[s] =
+            i % 2 === 0 ? { ...original, endpoints: (original.endpoints ?? []).slice(1) } : original;
+          current = { ...current, endpointSlices: slices };
+          c.setSnapshot(current, false, false);
+        }
+        const t = performance.now();
+        const cpu = process.cpuUsage();
+        nftMs = 0;
+        const out = await c.syncOnce();
+        r.latencies.push(performance.now() - t);
+        r.nftTimes.push(nftMs);
+        const used = process.cpuUsage(cpu);
+        r.cpus.push((used.user + used.system) / 1000);
+        if (out.kind !== "ok") throw out.cause;
+        r.sizes.push(out.bytes);
+        if (process.env.DEBUG_BENCH) console.log(kind, i, out.kind === "ok" && out.mode, out.bytes);
       }
-      const t = performance.now();
-      const cpu = process.cpuUsage();
-      nftMs = 0;
-      const out = await c.syncOnce();
-      latencies.push(performance.now() - t);
-      nftTimes.push(nftMs);
-      const used = process.cpuUsage(cpu);
-      cpus.push((used.user + used.system) / 1000);
-      if (out.kind !== "ok") throw out.cause;
-      sizes.push(out.bytes);
-      if (process.env.DEBUG_BENCH) console.log(i, out.kind === "ok" && out.mode, out.bytes);
     }
     if (profiler)
       await profiler.stop(
@@ -323,18 +340,21 @@ async function runShape(SERVICES: number, NODES: number, local: boolean): Promis
     console.log(
       `| baseline: plain set of ${elements} marks | ${ms(plainMs)} (nft share of full sync = ${(reapplyMs / plainMs).toFixed(2)}× the plain set) |`,
     );
-    console.log(
-      `| incremental, ${CHANGES} changes: p50 / p99 / max | ${ms(pct(latencies, 0.5))} / ${ms(pct(latencies, 0.99))} / ${ms(Math.max(...latencies))} |`,
-    );
-    console.log(
-      `| of which the nft call (ip netns exec nft -f): p50 / p99 | ${ms(pct(nftTimes, 0.5))} / ${ms(pct(nftTimes, 0.99))} |`,
-    );
-    console.log(
-      `| this process's CPU (plan + forwarding + render; nft runs in a child): p50 / p99 | ${ms(pct(cpus, 0.5))} / ${ms(pct(cpus, 0.99))} |`,
-    );
-    console.log(
-      `| incremental transaction size p50 / max | ${pct(sizes, 0.5)} B / ${Math.max(...sizes)} B |`,
-    );
+    for (const [kind, r] of incremental) {
+      const what = kind === "health" ? "a node's health flips" : "one endpoint changes";
+      console.log(
+        `| one change → committed (${what}), ${CHANGES} changes: p50 / p99 / max | ${ms(pct(r.latencies, 0.5))} / **${ms(pct(r.latencies, 0.99))}** / ${ms(Math.max(...r.latencies))} |`,
+      );
+      console.log(
+        `| of which the nft call (ip netns exec nft -f): p50 / p99 | ${ms(pct(r.nftTimes, 0.5))} / ${ms(pct(r.nftTimes, 0.99))} |`,
+      );
+      console.log(
+        `| this process's CPU (plan + forwarding + render; nft runs in a child): p50 / p99 | ${ms(pct(r.cpus, 0.5))} / ${ms(pct(r.cpus, 0.99))} |`,
+      );
+      console.log(
+        `| incremental transaction size p50 / max | ${pct(r.sizes, 0.5)} B / ${Math.max(...r.sizes)} B |`,
+      );
+    }
     console.log(`| peak RSS of this process so far | ${rss.toFixed(0)} MB |`);
     return {
       fullMs,
@@ -342,8 +362,9 @@ async function runShape(SERVICES: number, NODES: number, local: boolean): Promis
       reapplyMs,
       elements,
       slabPerService: (slab * 1024) / SERVICES,
-      p50: pct(latencies, 0.5),
-      p99: pct(latencies, 0.99),
+      changes: new Map(
+        [...incremental].map(([k, r]) => [k, { p50: pct(r.latencies, 0.5), p99: pct(r.latencies, 0.99) }]),
+      ),
     };
   } finally {
     deleteNetns(ns);
@@ -359,14 +380,19 @@ for (const [services, nodes] of SIZES)
 if (SIZES.length > 1) {
   console.log("\n### curve (each figure and its ratio to the smallest size of the same shape in this run)");
   console.log(
-    "| Services × nodes | shape | full sync | of which nft | elements | kernel slab per Service | one change p50 / p99 |",
+    "| Services × nodes | shape | full sync | of which nft | elements | kernel slab per Service | health flip p50 / p99 | endpoint change p50 / p99 |",
   );
-  console.log("| --- | --- | --- | --- | --- | --- | --- |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const { size, shape, r } of results) {
     const b = results.find((x) => x.shape === shape)!.r;
     const x = (a: number, c: number) => `${(a / c).toFixed(2)}×`;
+    const change = (k: ChangeKind) => {
+      const now = r.changes.get(k);
+      const base = b.changes.get(k);
+      return now && base ? `${ms(now.p50)} / ${ms(now.p99)} (p99 ${x(now.p99, base.p99)})` : "–";
+    };
     console.log(
-      `| ${size} | ${shape} | ${ms(r.fullMs)} (${x(r.fullMs, b.fullMs)}) | ${ms(r.reapplyMs)} | ${r.elements} | ${(r.slabPerService / 1024).toFixed(1)} KB | ${ms(r.p50)} / ${ms(r.p99)} (p99 ${x(r.p99, b.p99)}) |`,
+      `| ${size} | ${shape} | ${ms(r.fullMs)} (${x(r.fullMs, b.fullMs)}) | ${ms(r.reapplyMs)} | ${r.elements} | ${(r.slabPerService / 1024).toFixed(1)} KB | ${change("health")} | ${change("endpoint")} |`,
     );
   }
 }
