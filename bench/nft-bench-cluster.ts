@@ -13,6 +13,12 @@ import type { EndpointSlice, Node, Service } from "../src/k8s/objects.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../src/k8s/snapshot.ts";
 import { seededRandom } from "../src/net/seeded-random.ts";
 
+/** The n-th Pod address, RFC 5952 text (as Go prints it), past 65,535 in two groups. */
+const podAddress = (n: number) =>
+  n > 0xffff
+    ? `fd00:2::${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`
+    : `fd00:2::${n.toString(16)}`;
+
 export function benchCluster(o: {
   readonly services: number;
   readonly nodes: number;
@@ -57,7 +63,7 @@ export function benchCluster(o: {
       const node = `node-${Math.floor(rand() * o.nodes)}`;
       for (let p = 0; p < 1 + Math.floor(rand() * 3); p++)
         endpoints.push({
-          addresses: [`fd00:2::${(++pod).toString(16)}`],
+          addresses: [podAddress(++pod)],
           conditions: { ready: true, serving: true, terminating: false },
           nodeName: node,
         });
