@@ -58,6 +58,7 @@ export class LbForwardings {
   /** plan → short id of its membership (interned), so equal memberships compare as numbers */
   readonly #memberIds = new WeakMap<LoadBalancerPlan, number>();
   readonly #memberKeys = new Map<string, number>();
+  readonly #listIds = new WeakMap<LoadBalancerPlan["members"], { plain?: number; zonal?: number }>();
   readonly #checkKeys = new WeakMap<HealthCheck, string>();
   readonly #listenerChecks = new WeakMap<LoadBalancerPlan, (HealthCheck | undefined)[]>();
 
@@ -220,6 +221,14 @@ export class LbForwardings {
   #memberId(plan: LoadBalancerPlan): number {
     let id = this.#memberIds.get(plan);
     if (id !== undefined) return id;
+    // plans on the same nodes share one member list (the planner's eTP Cluster list): its
+    // key is built once, not once per Service
+    const byList = this.#listIds.get(plan.members);
+    id = plan.zonalAffinity ? byList?.zonal : byList?.plain;
+    if (id !== undefined) {
+      this.#memberIds.set(plan, id);
+      return id;
+    }
     let key = plan.zonalAffinity ? "z" : "";
     for (const m of plan.members)
       key += `${m.node}\u0000${m.weight}\u0000${m.zone}\u0000${m.addresses.IPv4 ?? ""}\u0000${m.addresses.IPv6 ?? ""}\u0001`;
@@ -229,6 +238,10 @@ export class LbForwardings {
       this.#memberKeys.set(key, id);
     }
     this.#memberIds.set(plan, id);
+    const ids = byList ?? {};
+    if (plan.zonalAffinity) ids.zonal = id;
+    else ids.plain = id;
+    if (!byList) this.#listIds.set(plan.members, ids);
     return id;
   }
 
