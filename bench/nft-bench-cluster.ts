@@ -4,10 +4,20 @@
  * nothing is sent anywhere). eTP Cluster: every Service on every node (one shared Maglev
  * table); eTP Local: each Service on `localNodes` random nodes with 1–3 pods each and
  * pod-count weights (a distinct table per Service). Seeded: the same cluster every run.
+ * clusterBackendLimit is raised to the node count (when above GKE's default 250), so the eTP
+ * Cluster shape stays one shared table at 1,000 nodes; with the default, every Service would
+ * get its own stable subset of 250 nodes (10,000 distinct tables of M = 4,093 at 10,000
+ * Services: 41 M kernel elements, not a shape a single nft table is meant to hold).
  */
 import type { EndpointSlice, Node, Service } from "../src/k8s/objects.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../src/k8s/snapshot.ts";
 import { seededRandom } from "../src/net/seeded-random.ts";
+
+/** The n-th Pod address, RFC 5952 text (as Go prints it), past 65,535 in two groups. */
+const podAddress = (n: number) =>
+  n > 0xffff
+    ? `fd00:2::${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`
+    : `fd00:2::${n.toString(16)}`;
 
 export function benchCluster(o: {
   readonly services: number;
@@ -53,7 +63,7 @@ export function benchCluster(o: {
       const node = `node-${Math.floor(rand() * o.nodes)}`;
       for (let p = 0; p < 1 + Math.floor(rand() * 3); p++)
         endpoints.push({
-          addresses: [`fd00:2::${(++pod).toString(16)}`],
+          addresses: [podAddress(++pod)],
           conditions: { ready: true, serving: true, terminating: false },
           nodeName: node,
         });
@@ -77,6 +87,7 @@ export function benchCluster(o: {
     config: {
       ...DEFAULT_CONFIG,
       defaultClass: true,
+      clusterBackendLimit: Math.max(DEFAULT_CONFIG.clusterBackendLimit, o.nodes),
       pools: [{ name: "bench", addresses: ["fd00:10::/112"], autoAssign: true, avoidBuggyIPs: false }],
     },
   };

@@ -1,22 +1,31 @@
 /**
- * nftables data plane benchmark (issue 6), as root, in throwaway network namespaces:
+ * nftables data plane benchmark (issues 6 and 17), as root, in throwaway network namespaces:
  *   1. Maglev M vs kernel memory and load time: 40 slot maps of M elements each;
- *   2. full sync of 1,000 Services × 100 nodes through the LbController (plan → forwarding
- *      → render → one nft transaction), for eTP Cluster (every Service has the same 100
- *      nodes: one shared table) and eTP Local (each Service on its own 10 nodes with
- *      pod-count weights: 1,000 distinct tables); transaction size, kernel slab delta;
- *   3. incremental: 100 single changes (Cluster: a node's health flips; Local: one
- *      endpoint leaves or comes back), time from the change to the committed transaction,
- *      p50/p99;
- *   4. this process's peak RSS (the same code `passlb lb` runs).
+ *   2. full sync of Services × nodes through the LbController (plan → forwarding → render →
+ *      one nft transaction), per size (`--sizes 1000x100,10000x1000`: a curve, each point
+ *      a ratio to the smallest size of its shape in the same run) and shape: eTP Cluster
+ *      (every Service on every node: one shared table; clusterBackendLimit raised to the
+ *      node count, nft-bench-cluster.ts) and eTP Local (each Service on its own 10 nodes
+ *      with pod-count weights: one distinct table per Service); transaction size, kernel
+ *      slab delta per Service;
+ *   3. incremental: single changes, time from the change to the committed transaction,
+ *      p50/p99 (nearest rank) — under Cluster a node's health flips (every Service's table
+ *      changes at once), then one endpoint of one Service leaves or comes back; under Local
+ *      the endpoint change;
+ *   4. this process's peak RSS, and with `--rss` `passlb lb --once` itself on the same
+ *      cluster (peak RSS by /usr/bin/time, in a throwaway namespace).
  * Baselines measured in the same run: an empty-table transaction (`nft -f` fixed cost) and
  * a plain set with as many elements as the full sync (nft's per-element cost).
- * Run: node --import tsx bench/nft-sync.bench.ts [--services N --nodes N --changes N]
+ * Run: node --import tsx bench/nft-sync.bench.ts [--skip-m 1] [--services N --nodes N |
+ *        --sizes SxN,SxN] [--shapes cluster,local] [--changes N] [--rss]
+ *        [--profile-changes DIR (a CPU profile of the incremental changes only)]
  * Addresses: nodes fd00:1::/64, VIPs fd00:10::/112 (ULA, nothing is sent anywhere).
  */
-import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { HealthState } from "../src/dataplane/forwarding-state.ts";
 import { LbController } from "../src/dataplane/lb-controller.ts";
@@ -29,10 +38,28 @@ const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
 };
-const SERVICES = arg("services", 1000);
-const NODES = arg("nodes", 100);
 const CHANGES = arg("changes", 100);
 const LOCAL_NODES = 10;
+const argText = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+/** `--sizes 1000x100,10000x1000` (a curve in one run), else `--services N --nodes N` */
+const SIZES: [number, number][] = argText("sizes")
+  ? argText("sizes")!
+      .split(",")
+      .map((p) => p.split("x").map(Number) as [number, number])
+  : [[arg("services", 1000), arg("nodes", 100)]];
+if (SIZES.some(([s, n]) => !(s > 0 && n > 0))) throw new Error(`bad --sizes ${argText("sizes")}`);
+/** `--shapes cluster,local` (default both) */
+const SHAPES = (argText("shapes") ?? "cluster,local").split(",").map((x) => {
+  if (x !== "cluster" && x !== "local") throw new Error(`bad --shapes entry ${x}`);
+  return x === "local";
+});
+/** `--profile-changes DIR`: a CPU profile of the incremental changes only (node:inspector) */
+const PROFILE_CHANGES = argText("profile-changes");
+/** `--rss`: also run `passlb lb --once` on each size and shape under /usr/bin/time */
+const RSS = process.argv.includes("--rss");
 
 const skip = kernelSkipReason();
 if (skip) {
@@ -46,15 +73,31 @@ const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length * p) - 1)]!;
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
-const makeSnapshot = (local: boolean) =>
-  benchCluster({ services: SERVICES, nodes: NODES, localNodes: LOCAL_NODES, local });
+const makeSnapshot = (services: number, nodes: number, local: boolean) =>
+  benchCluster({ services, nodes, localNodes: LOCAL_NODES, local });
 
-// `--write-manifests DIR [--local]`: write the generated cluster as JSON manifests (for
-// measuring `passlb lb --once` itself with /usr/bin/time) and stop.
-const writeTo = process.argv.indexOf("--write-manifests");
-if (writeTo >= 0) {
-  const dir = process.argv[writeTo + 1]!;
-  const snap = makeSnapshot(process.argv.includes("--local"));
+async function startProfile(): Promise<{ stop: (file: string) => Promise<void> }> {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))),
+    );
+  await post("Profiler.enable");
+  await post("Profiler.start");
+  return {
+    stop: async (file) => {
+      const { profile } = (await post("Profiler.stop")) as { profile: unknown };
+      mkdirSync(PROFILE_CHANGES!, { recursive: true });
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      console.log(`CPU profile of the changes: ${file}`);
+    },
+  };
+}
+
+/** The generated cluster as one JSON List manifest (what `passlb lb -f` reads). */
+function writeManifests(dir: string, snap: ReturnType<typeof makeSnapshot>): void {
   const { config, ...objects } = snap;
   const items = [
     { apiVersion: "passlb.io/v1alpha1", kind: "PasslbConfig", metadata: { name: "default" }, spec: config },
@@ -64,6 +107,48 @@ if (writeTo >= 0) {
   ];
   mkdirSync(dir, { recursive: true });
   writeFileSync(`${dir}/cluster.json`, JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+}
+
+/** `passlb lb --once` on the same cluster in a throwaway namespace, peak RSS by /usr/bin/time. */
+function rssOfLb(services: number, nodes: number, local: boolean): void {
+  const dir = mkdtempSync(join(tmpdir(), "plb-scale-rss-"));
+  const ns = createNetns("br");
+  try {
+    writeManifests(dir, makeSnapshot(services, nodes, local));
+    const t = performance.now();
+    const r = spawnSync(
+      "/usr/bin/time",
+      [
+        "-f",
+        "%M kB %U s user %S s sys",
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        process.execPath,
+        "bin/passlb.js",
+        "lb",
+      ].concat(["--dataplane", "nftables", "-f", dir, "--once", "--no-routes", "--no-probe"]),
+      { encoding: "utf8", timeout: 170_000 },
+    );
+    const wall = performance.now() - t;
+    const line = /(\d+) kB (\S+) s user (\S+) s sys/.exec(r.stderr ?? "");
+    if (r.status !== 0 || !line) throw new Error(`passlb lb failed (${r.status}): ${r.stderr?.slice(-2000)}`);
+    console.log(
+      `| \`passlb lb --once\` (${services} × ${nodes}, ${local ? "eTP Local" : "eTP Cluster"}): peak RSS | **${(Number(line[1]) / 1024).toFixed(0)} MB** (wall ${ms(wall)}, user ${line[2]} s, sys ${line[3]} s) |`,
+    );
+  } finally {
+    deleteNetns(ns);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// `--write-manifests DIR [--local]`: write the generated cluster as JSON manifests (for
+// measuring `passlb lb --once` itself with /usr/bin/time) and stop.
+const writeTo = process.argv.indexOf("--write-manifests");
+if (writeTo >= 0) {
+  const [services, nodes] = SIZES[0]!;
+  writeManifests(process.argv[writeTo + 1]!, makeSnapshot(services, nodes, process.argv.includes("--local")));
   process.exit(0);
 }
 
@@ -80,7 +165,7 @@ function elementCount(script: string): number {
 }
 
 console.log(
-  `nft-sync bench: ${SERVICES} Services × ${NODES} nodes; node ${process.version}; ${new Date().toISOString()}; load ${loadavg()
+  `nft-sync bench: ${SIZES.map(([s, n]) => `${s} Services × ${n} nodes`).join(", ")}; node ${process.version}; ${new Date().toISOString()}; load ${loadavg()
     .map((l) => l.toFixed(1))
     .join(" ")}`,
 );
@@ -111,12 +196,29 @@ for (const M of arg("skip-m", 0) ? [] : [127, 251, 1021, 4093, 16381]) {
   }
 }
 
-// 2–4. full sync, baselines, incremental
-for (const local of [false, true]) {
-  const label = local ? "eTP Local, 10 nodes per Service, weighted" : "eTP Cluster, all nodes";
+// 2–4. full sync, baselines, incremental — per size and shape
+interface ShapeResult {
+  readonly fullMs: number;
+  readonly fullCpu: number;
+  readonly reapplyMs: number;
+  readonly elements: number;
+  readonly slabPerService: number;
+  readonly changes: ReadonlyMap<ChangeKind, { readonly p50: number; readonly p99: number }>;
+}
+
+type ChangeKind = "health" | "endpoint";
+interface Incremental {
+  readonly latencies: number[];
+  readonly nftTimes: number[];
+  readonly cpus: number[];
+  readonly sizes: number[];
+}
+
+async function runShape(SERVICES: number, NODES: number, local: boolean): Promise<ShapeResult> {
+  const label = `${SERVICES} Services × ${NODES} nodes, ${local ? `eTP Local, ${LOCAL_NODES} nodes per Service, weighted` : "eTP Cluster, all nodes (one shared table)"}`;
   const ns = createNetns("bs");
   try {
-    const snapshot = makeSnapshot(local);
+    const snapshot = makeSnapshot(SERVICES, NODES, local);
     const health = new Map<string, HealthState>();
     const nft = createNftApplier({ netns: ns });
     let applied = "";
@@ -177,38 +279,46 @@ for (const local of [false, true]) {
       plain.push(`add element inet b s { ${chunk.join(", ")} }`);
     }
     const plainMs = nftIn(ns, `${plain.join("\n")}\n`);
-    // incremental
-    const latencies: number[] = [];
-    const nftTimes: number[] = [];
-    const cpus: number[] = [];
-    const sizes: number[] = [];
+    // incremental: under eTP Cluster a node's health flips (every Service's table at once),
+    // then one endpoint of one Service leaves or comes back; under eTP Local the latter
+    const profiler = PROFILE_CHANGES ? await startProfile() : undefined;
     let current = snapshot;
-    for (let i = 0; i < CHANGES; i++) {
-      if (!local) {
-        const node = `node-${(i >> 1) % NODES}`;
-        if (i % 2 === 0) health.set(node, "unhealthy");
-        else health.delete(node);
-        healthVersion++;
-      } else {
-        const s = (i >> 1) % SERVICES;
-        const slices = [...current.endpointSlices];
-        const original = snapshot.endpointSlices[s]!;
-        slices[s] = i % 2 === 0 ? { ...original, endpoints: (original.endpoints ?? []).slice(1) } : original;
-        current = { ...current, endpointSlices: slices };
-        c.setSnapshot(current, false, false);
+    const incremental = new Map<ChangeKind, Incremental>();
+    for (const kind of local ? (["endpoint"] as const) : (["health", "endpoint"] as const)) {
+      const r: Incremental = { latencies: [], nftTimes: [], cpus: [], sizes: [] };
+      incremental.set(kind, r);
+      for (let i = 0; i < CHANGES; i++) {
+        if (kind === "health") {
+          const node = `node-${(i >> 1) % NODES}`;
+          if (i % 2 === 0) health.set(node, "unhealthy");
+          else health.delete(node);
+          healthVersion++;
+        } else {
+          const s = (i >> 1) % SERVICES;
+          const slices = [...current.endpointSlices];
+          const original = snapshot.endpointSlices[s]!;
+          slices[s] =
+            i % 2 === 0 ? { ...original, endpoints: (original.endpoints ?? []).slice(1) } : original;
+          current = { ...current, endpointSlices: slices };
+          c.setSnapshot(current, false, false);
+        }
+        const t = performance.now();
+        const cpu = process.cpuUsage();
+        nftMs = 0;
+        const out = await c.syncOnce();
+        r.latencies.push(performance.now() - t);
+        r.nftTimes.push(nftMs);
+        const used = process.cpuUsage(cpu);
+        r.cpus.push((used.user + used.system) / 1000);
+        if (out.kind !== "ok") throw out.cause;
+        r.sizes.push(out.bytes);
+        if (process.env.DEBUG_BENCH) console.log(kind, i, out.kind === "ok" && out.mode, out.bytes);
       }
-      const t = performance.now();
-      const cpu = process.cpuUsage();
-      nftMs = 0;
-      const out = await c.syncOnce();
-      latencies.push(performance.now() - t);
-      nftTimes.push(nftMs);
-      const used = process.cpuUsage(cpu);
-      cpus.push((used.user + used.system) / 1000);
-      if (out.kind !== "ok") throw out.cause;
-      sizes.push(out.bytes);
-      if (process.env.DEBUG_BENCH) console.log(i, out.kind === "ok" && out.mode, out.bytes);
     }
+    if (profiler)
+      await profiler.stop(
+        `${PROFILE_CHANGES}/changes-${SERVICES}x${NODES}-${local ? "local" : "cluster"}.cpuprofile`,
+      );
     await c.stop();
     const rss = process.resourceUsage().maxRSS / 1024;
     console.log(`\n### ${label}`);
@@ -230,21 +340,60 @@ for (const local of [false, true]) {
     console.log(
       `| baseline: plain set of ${elements} marks | ${ms(plainMs)} (nft share of full sync = ${(reapplyMs / plainMs).toFixed(2)}× the plain set) |`,
     );
-    console.log(
-      `| incremental, ${CHANGES} changes: p50 / p99 / max | ${ms(pct(latencies, 0.5))} / ${ms(pct(latencies, 0.99))} / ${ms(Math.max(...latencies))} |`,
-    );
-    console.log(
-      `| of which the nft call (ip netns exec nft -f): p50 / p99 | ${ms(pct(nftTimes, 0.5))} / ${ms(pct(nftTimes, 0.99))} |`,
-    );
-    console.log(
-      `| this process's CPU (plan + forwarding + render; nft runs in a child): p50 / p99 | ${ms(pct(cpus, 0.5))} / ${ms(pct(cpus, 0.99))} |`,
-    );
-    console.log(
-      `| incremental transaction size p50 / max | ${pct(sizes, 0.5)} B / ${Math.max(...sizes)} B |`,
-    );
+    for (const [kind, r] of incremental) {
+      const what = kind === "health" ? "a node's health flips" : "one endpoint changes";
+      console.log(
+        `| one change → committed (${what}), ${CHANGES} changes: p50 / p99 / max | ${ms(pct(r.latencies, 0.5))} / **${ms(pct(r.latencies, 0.99))}** / ${ms(Math.max(...r.latencies))} |`,
+      );
+      console.log(
+        `| of which the nft call (ip netns exec nft -f): p50 / p99 | ${ms(pct(r.nftTimes, 0.5))} / ${ms(pct(r.nftTimes, 0.99))} |`,
+      );
+      console.log(
+        `| this process's CPU (plan + forwarding + render; nft runs in a child): p50 / p99 | ${ms(pct(r.cpus, 0.5))} / ${ms(pct(r.cpus, 0.99))} |`,
+      );
+      console.log(
+        `| incremental transaction size p50 / max | ${pct(r.sizes, 0.5)} B / ${Math.max(...r.sizes)} B |`,
+      );
+    }
     console.log(`| peak RSS of this process so far | ${rss.toFixed(0)} MB |`);
+    return {
+      fullMs,
+      fullCpu,
+      reapplyMs,
+      elements,
+      slabPerService: (slab * 1024) / SERVICES,
+      changes: new Map(
+        [...incremental].map(([k, r]) => [k, { p50: pct(r.latencies, 0.5), p99: pct(r.latencies, 0.99) }]),
+      ),
+    };
   } finally {
     deleteNetns(ns);
+  }
+}
+const results: { size: string; shape: string; r: ShapeResult }[] = [];
+for (const [services, nodes] of SIZES)
+  for (const local of SHAPES) {
+    const r = await runShape(services, nodes, local);
+    results.push({ size: `${services} × ${nodes}`, shape: local ? "eTP Local" : "eTP Cluster", r });
+    if (RSS) rssOfLb(services, nodes, local);
+  }
+if (SIZES.length > 1) {
+  console.log("\n### curve (each figure and its ratio to the smallest size of the same shape in this run)");
+  console.log(
+    "| Services × nodes | shape | full sync | of which nft | elements | kernel slab per Service | health flip p50 / p99 | endpoint change p50 / p99 |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (const { size, shape, r } of results) {
+    const b = results.find((x) => x.shape === shape)!.r;
+    const x = (a: number, c: number) => `${(a / c).toFixed(2)}×`;
+    const change = (k: ChangeKind) => {
+      const now = r.changes.get(k);
+      const base = b.changes.get(k);
+      return now && base ? `${ms(now.p50)} / ${ms(now.p99)} (p99 ${x(now.p99, base.p99)})` : "–";
+    };
+    console.log(
+      `| ${size} | ${shape} | ${ms(r.fullMs)} (${x(r.fullMs, b.fullMs)}) | ${ms(r.reapplyMs)} | ${r.elements} | ${(r.slabPerService / 1024).toFixed(1)} KB | ${change("health")} | ${change("endpoint")} |`,
+    );
   }
 }
 console.log(

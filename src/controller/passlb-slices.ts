@@ -13,7 +13,7 @@
 import { reconcileService } from "../endpoints/reconciler.ts";
 import { CONTROLLER_NAME, MANAGED_BY_LABEL } from "../endpoints/service-slices.ts";
 import type { SliceFinding } from "../endpoints/slice-writes.ts";
-import { selectPods } from "../endpoints/snapshot-slices.ts";
+import { nodesByName, podSelector, slicesByService } from "../endpoints/snapshot-slices.ts";
 import type { EndpointSlice, Service } from "../k8s/objects.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { DEFAULT_CONFIG, objectKey } from "../k8s/snapshot.ts";
@@ -48,12 +48,14 @@ export function passlbSliceWrites(
   );
   const shown = ours.map((s) => relabel(s, CONTROLLER_NAME));
   const original = new Map(shown.map((s, i) => [s, ours[i]!]));
-  const nodes = new Map(snapshot.nodes.map((n) => [n.metadata.name ?? "", n]));
+  const nodes = nodesByName(snapshot.nodes);
   const out: PasslbSliceWrites[] = [];
   const owned = (s: Service) =>
     s.spec.selector != null && !s.metadata.deletionTimestamp && serviceOwnership(s, config).owned;
+  const select = podSelector(snapshot.pods);
+  const slicesOf = slicesByService(shown);
   for (const service of snapshot.services.filter(owned)) {
-    const r = reconcileService({ service, pods: selectPods(service, snapshot.pods), nodes, slices: shown });
+    const r = reconcileService({ service, pods: select(service), nodes, slices: slicesOf(service) });
     if (r.create.length + r.update.length + r.delete.length === 0) continue;
     out.push({
       service: objectKey(service.metadata),

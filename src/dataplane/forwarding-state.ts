@@ -97,6 +97,26 @@ export function serviceForwarding(
   return { service: plan.service, plan, listeners };
 }
 
+/** The listeners' gating checks of a plan, in `plan.listeners` order (as serviceForwarding
+ * finds them). */
+export function listenerChecks(plan: LoadBalancerPlan): (HealthCheck | undefined)[] {
+  return plan.listeners.map((l) => {
+    const key = listenerKey(l);
+    return plan.healthChecks.find((h) => h.listeners.includes(key));
+  });
+}
+
+/** Who takes new connections behind one check: what serviceForwarding gives each listener
+ * gated by `check`. */
+export function backendSelection(
+  plan: LoadBalancerPlan,
+  check: HealthCheck | undefined,
+  health: HealthLookup,
+  options: ForwardingOptions,
+): BackendSelection {
+  return selectBackends(plan, check, health, options, options.sizeFor ?? ((n: number) => maglevSizeFor(n)));
+}
+
 function selectBackends(
   plan: LoadBalancerPlan,
   check: HealthCheck | undefined,

@@ -26,7 +26,10 @@ import type { HealthCheck, LoadBalancerPlan } from "../plan/load-balancer-plan.t
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import {
   type BackendSelection,
+  backendSelection,
+  type ForwardingOptions,
   type HealthLookup,
+  listenerChecks,
   type ServiceForwarding,
   serviceForwarding,
 } from "./forwarding-state.ts";
@@ -55,7 +58,9 @@ export class LbForwardings {
   /** plan → short id of its membership (interned), so equal memberships compare as numbers */
   readonly #memberIds = new WeakMap<LoadBalancerPlan, number>();
   readonly #memberKeys = new Map<string, number>();
+  readonly #listIds = new WeakMap<LoadBalancerPlan["members"], { plain?: number; zonal?: number }>();
   readonly #checkKeys = new WeakMap<HealthCheck, string>();
+  readonly #listenerChecks = new WeakMap<LoadBalancerPlan, (HealthCheck | undefined)[]>();
 
   constructor(options: LbForwardingsOptions) {
     this.#o = options;
@@ -135,6 +140,11 @@ export class LbForwardings {
         continue;
       }
       try {
+        if (last?.plan === plan) {
+          // the same plan, health moved: only the selections can differ
+          forwardings.set(plan.service, this.#reselect(last, health, options, select));
+          continue;
+        }
         const built = serviceForwarding(plan, health, options);
         forwardings.set(plan.service, last && sameForwarding(last, built) ? last : built);
       } catch (e) {
@@ -172,6 +182,37 @@ export class LbForwardings {
     return [...forwardings.values()];
   }
 
+  /** `last` with each listener's selection read again (its own object where unchanged):
+   * what serviceForwarding would give for the same plan, without building it anew. */
+  #reselect(
+    last: ServiceForwarding,
+    health: HealthLookup,
+    options: ForwardingOptions,
+    select: NonNullable<ForwardingOptions["select"]>,
+  ): ServiceForwarding {
+    const plan = last.plan;
+    let checks = this.#listenerChecks.get(plan);
+    if (!checks) {
+      checks = listenerChecks(plan);
+      this.#listenerChecks.set(plan, checks);
+    }
+    let same = true;
+    const listeners = last.listeners.map((l, i) => {
+      const check = checks[i];
+      const sel = select(plan, check, () => backendSelection(plan, check, health, options));
+      if (
+        sel.table === l.table &&
+        sel.backends === l.backends &&
+        sel.zoneTables === l.zoneTables &&
+        sel.failOpen === l.failOpen
+      )
+        return l;
+      same = false;
+      return { listener: l.listener, protocol: l.protocol, port: l.port, ...sel };
+    });
+    return same ? last : { service: last.service, plan, listeners };
+  }
+
   #remember(p: LoadBalancerPlan): void {
     const stored = this.#plans.get(p.service);
     if (stored !== p && !(stored && sameMembers(stored, p))) this.#plans.set(p.service, p);
@@ -180,6 +221,14 @@ export class LbForwardings {
   #memberId(plan: LoadBalancerPlan): number {
     let id = this.#memberIds.get(plan);
     if (id !== undefined) return id;
+    // plans on the same nodes share one member list (the planner's eTP Cluster list): its
+    // key is built once, not once per Service
+    const byList = this.#listIds.get(plan.members);
+    id = plan.zonalAffinity ? byList?.zonal : byList?.plain;
+    if (id !== undefined) {
+      this.#memberIds.set(plan, id);
+      return id;
+    }
     let key = plan.zonalAffinity ? "z" : "";
     for (const m of plan.members)
       key += `${m.node}\u0000${m.weight}\u0000${m.zone}\u0000${m.addresses.IPv4 ?? ""}\u0000${m.addresses.IPv6 ?? ""}\u0001`;
@@ -189,6 +238,10 @@ export class LbForwardings {
       this.#memberKeys.set(key, id);
     }
     this.#memberIds.set(plan, id);
+    const ids = byList ?? {};
+    if (plan.zonalAffinity) ids.zonal = id;
+    else ids.plain = id;
+    if (!byList) this.#listIds.set(plan.members, ids);
     return id;
   }
 

@@ -6,7 +6,14 @@ import { node, pod, service } from "../../test/support/endpointslice-builders.ts
 import { dns1123Subdomain } from "../k8s/names.ts";
 import type { EndpointSlice, Endpoints } from "../k8s/objects.ts";
 import { emptySnapshot, type Snapshot } from "../k8s/snapshot.ts";
-import { reconcileSnapshot, selectPods, slicesForSnapshot } from "./snapshot-slices.ts";
+import { seededRandom } from "../net/seeded-random.ts";
+import {
+  podSelector,
+  reconcileSnapshot,
+  selectPods,
+  slicesByService,
+  slicesForSnapshot,
+} from "./snapshot-slices.ts";
 
 const ext: Endpoints = {
   apiVersion: "v1",
@@ -86,4 +93,54 @@ test("selectors match labels in the Service's namespace; an empty selector match
     selectPods(all, pods).map((p) => p.metadata.name),
     ["web-0", "other-1"],
   );
+});
+
+test("podSelector selects the same Pods in the same order as selectPods, for any selector", () => {
+  const rand = seededRandom(3);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const pods = Array.from({ length: 400 }, (_, i) =>
+    pod(i, "x", (p) => {
+      p.metadata.namespace = pick(["a", "b", "c"]);
+      const labels: Record<string, string> = {};
+      for (const k of ["app", "tier", "constructor"]) if (rand() < 0.7) labels[k] = pick(["1", "2", "3"]);
+      p.metadata.labels = rand() < 0.1 ? undefined : labels;
+    }),
+  );
+  const select = podSelector(pods);
+  for (let i = 0; i < 300; i++) {
+    const selector: Record<string, string> = {};
+    for (const k of ["tier", "app", "constructor", "missing"])
+      if (rand() < 0.4) selector[k] = pick(["1", "2", "3"]);
+    const svc = service(`s${i}`, (s) => {
+      s.metadata.namespace = pick(["a", "b", "c", "d"]);
+      s.spec.selector = selector;
+    });
+    assert.deepEqual(select(svc), selectPods(svc, pods), JSON.stringify(svc.spec.selector));
+  }
+});
+
+test("slicesByService hands a Service only the slices labelled with its name in its namespace", () => {
+  const slice = (namespace: string, name: string, svc?: string): EndpointSlice => ({
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      name,
+      namespace,
+      ...(svc !== undefined && { labels: { "kubernetes.io/service-name": svc } }),
+    },
+    addressType: "IPv4",
+    endpoints: [],
+  });
+  const all = [
+    slice("default", "w1", "web"),
+    slice("other", "w2", "web"),
+    slice("default", "x", "db"),
+    slice("default", "n"),
+  ];
+  const of = slicesByService(all);
+  assert.deepEqual(
+    of(service("web")).map((s) => s.metadata.name),
+    ["w1"],
+  );
+  assert.deepEqual(of(service("none")), []);
 });

@@ -22,7 +22,7 @@
  */
 import type { Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
-import { formatIp, type IpFamily, parseIp } from "../net/ip.ts";
+import { formatIp, type IpAddress, type IpFamily, parseIp } from "../net/ip.ts";
 import {
   blocker,
   createLedger,
@@ -202,15 +202,22 @@ function adopt(claims: readonly Claim[], ledger: Ledger, others: readonly Servic
       const ip = ing.ip ? parseIp(ing.ip) : undefined;
       if (ip) noteShown(ledger, ip, objectKey(svc.metadata));
     }
-  for (const c of claims)
+  // each status address parsed once: the ledger first learns every one, then each is adopted
+  const shown = claims.map((c) => {
+    const ips: IpAddress[] = [];
     for (const ing of c.svc.status?.loadBalancer?.ingress ?? []) {
       const ip = ing.ip ? parseIp(ing.ip) : undefined;
-      if (ip) noteShown(ledger, ip, c.name);
+      if (ip) {
+        noteShown(ledger, ip, c.name);
+        ips.push(ip);
+      }
     }
-  for (const c of claims) {
-    for (const ing of c.svc.status?.loadBalancer?.ingress ?? []) {
-      const ip = ing.ip ? parseIp(ing.ip) : undefined;
-      if (!ip || !c.wanted.families.includes(ip.family) || c.vips.has(ip.family)) continue;
+    return ips;
+  });
+  for (let i = 0; i < claims.length; i++) {
+    const c = claims[i]!;
+    for (const ip of shown[i]!) {
+      if (!c.wanted.families.includes(ip.family) || c.vips.has(ip.family)) continue;
       const requested = c.request.addresses.find((r) => r.family === ip.family);
       if (requested && requested.value !== ip.value) continue; // the request changed: honour it below
       const pool = c.pools.find((p) => poolContains(p, ip));

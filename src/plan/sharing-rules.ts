@@ -124,17 +124,18 @@ export function sharingRefusal(
   joiner: Sharer,
   ip: string,
 ): SharingRefusal | undefined {
-  const names = holders.map((h) => h.name).join(", ");
   const first = holders[0];
   if (!first) return undefined;
+  // only a refusal names them: a shared address's holders are joined once per joiner
+  const names = () => holders.map((h) => h.name).join(", ");
   const key = joiner.sharing;
   if (key === undefined) {
     if (!joiner.implicit || !holders.every((h) => h.implicit))
-      return { code: "address_in_use", message: `${ip} is already used by Service ${names}` };
+      return { code: "address_in_use", message: `${ip} is already used by Service ${names()}` };
   } else if (!holders.every((h) => h.sharing?.id === key.id))
     return {
       code: "address_in_use",
-      message: `${ip} is already used by Service ${names} (sharing key "${first.sharing?.key ?? ""}", not "${key.key}")`,
+      message: `${ip} is already used by Service ${names()} (sharing key "${first.sharing?.key ?? ""}", not "${key.key}")`,
     };
   const rules = key?.rules ?? IMPLICIT_RULES;
   for (const h of holders) {
@@ -169,7 +170,7 @@ export function sharingRefusal(
   if (clash.length > 0)
     return {
       code: "port_clash_on_shared_ip",
-      message: `${ip} is shared with Service ${names}, and both use ${clash.join(", ")}`,
+      message: `${ip} is shared with Service ${names()}, and both use ${clash.join(", ")}`,
     };
   return undefined;
 }

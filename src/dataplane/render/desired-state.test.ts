@@ -107,3 +107,41 @@ test("a pass where nothing changed returns the previous state itself and touches
   assert.equal(c.touched, undefined);
   assert.deepEqual(meaning(c.state), meaning(a.state));
 });
+
+test("a health flip changes slot maps only: every chain, dispatch entry and counter stays the object it was", async () => {
+  const { plans, zones } = await nftFixturePlans();
+  const cache = createDesiredCache();
+  const down = new Set<string>();
+  const forwardingsNow = () =>
+    plans.map((p) =>
+      serviceForwarding(p, (_s, _c, node) => ({ state: down.has(node) ? "unhealthy" : "healthy" }), {
+        seed: 9,
+        sizeFor: () => 31,
+      }),
+    );
+  const plain = { table: "passlb", seed: 9, zones };
+  const base = { ...plain, cache };
+  const a = desiredNftUpdate({ ...base, forwardings: forwardingsNow(), previous: emptyNftState("passlb") });
+  down.add(NFT_FIXTURE_NODES[1]!);
+  const b = desiredNftUpdate({ ...base, forwardings: forwardingsNow(), previous: a.state });
+  assert.ok(b.touched && b.touched.sets.size > 0, "some slot map changed");
+  for (const name of b.touched.sets) assert.match(name, /^m\d+$/, `only slot maps are touched, not ${name}`);
+  for (const [name, chain] of a.state.chains)
+    if (b.state.chains.get(name) !== chain)
+      assert.ok(b.touched.chains.has(name), `${name} rebuilt untouched`);
+  // a chain is visited by the diff only when its rules changed (a slot map got another name)
+  for (const name of b.touched.chains)
+    assert.notEqual(
+      b.state.chains.get(name)?.hash,
+      a.state.chains.get(name)?.hash,
+      `${name} touched, unchanged`,
+    );
+  assert.equal(b.state.counters, a.state.counters);
+  assert.equal(b.state.sets.get("dispatch4"), a.state.sets.get("dispatch4"));
+  assert.equal(b.state.sets.get("dispatch6"), a.state.sets.get("dispatch6"));
+  // and the same table as building it from nothing
+  assert.deepEqual(
+    meaning(b.state),
+    meaning(desiredNftState({ ...plain, forwardings: forwardingsNow(), previous: a.state })),
+  );
+});

@@ -38,7 +38,7 @@ import {
   NODE_COUNTER_MAP,
   type NodeMarks,
 } from "./node-marks.ts";
-import { type ServicePart, type SlotMemo, servicePart } from "./service-part.ts";
+import { reslotPart, type ServicePart, type SlotMemo, servicePart } from "./service-part.ts";
 import { createSlotMapBook, dropContent, nameSlotMaps, slotMapName, takeContent } from "./slot-maps.ts";
 
 export { hashExpression, listenerChainName } from "./service-part.ts";
@@ -153,9 +153,31 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
   // dispatch entries taken out and put back unchanged are no change
   const dispatchOut = { 4: new Map<string, string>(), 6: new Map<string, string>() };
   const dispatchTouched = new Set<Fam>();
+  const ctx = {
+    canon: canonicalIp,
+    zoneSet: base.zoneSet,
+    nodeMarks: marks.byNode,
+    epoch: marks.epoch,
+    seed: input.seed,
+    memo: input.cache?.slotMemo,
+  };
+  // a Service whose forwarding moved only in health (same plan, same chain shapes) keeps its
+  // sets, dispatch entries, counter and chains; only its slot contents are exchanged
+  const reslotted = new Map<string, ServicePart>();
+  if (context === base.context)
+    for (const name of redo) {
+      const old = base.services.get(name);
+      const f = incoming.get(name);
+      const part = old && f && reslotPart(old.part, old.forwarding, f, ctx);
+      if (part) reslotted.set(name, part);
+    }
   for (const name of redo) {
     const old = base.services.get(name);
     if (!old) continue;
+    if (reslotted.has(name)) {
+      for (const c of old.part.contents) dropContent(base.slots, c.contentKey);
+      continue;
+    }
     for (const s of old.part.sets) {
       base.sets.delete(s.name);
       touchedSets.add(s.name);
@@ -175,18 +197,17 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     }
     base.services.delete(name);
   }
-  const ctx = {
-    canon: canonicalIp,
-    zoneSet: base.zoneSet,
-    nodeMarks: marks.byNode,
-    epoch: marks.epoch,
-    seed: input.seed,
-    memo: input.cache?.slotMemo,
-  };
   const added: ServicePart[] = [];
   for (const name of redo) {
     const f = incoming.get(name);
     if (!f) continue;
+    const again = reslotted.get(name);
+    if (again) {
+      base.services.set(name, { forwarding: f, part: again });
+      added.push(again);
+      for (const c of again.contents) takeContent(base.slots, c);
+      continue;
+    }
     const part = servicePart(f, ctx);
     base.services.set(name, { forwarding: f, part });
     added.push(part);
@@ -204,7 +225,12 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
   for (const name of nameSlotMaps(base.slots, base.sets)) touchedSets.add(name);
   for (const part of added)
     for (const c of part.chains) {
-      const chain = chainOf(c.name, c.build(c.refs.map((k) => slotMapName(base.slots, k))));
+      const names = c.refs.map((k) => slotMapName(base.slots, k));
+      const kept = base.chains.get(c.name);
+      // a reslotted chain whose maps kept their names: the same rules, nothing to do
+      if (kept && c.built && sameNames(c.built, names)) continue;
+      c.built = names;
+      const chain = chainOf(c.name, c.build(names));
       const before = input.previous.chains.get(c.name);
       const same =
         before && before.rules !== null && before.hash === chain.hash && before.base === chain.base;
@@ -217,8 +243,11 @@ export function desiredNftUpdate(input: DesiredInput): DesiredUpdate {
     putSet(base, dsrSet(fam, base.dispatch[fam], input.previous), touchedSets);
   }
 
-  const counters = new Set([...marks.counters, ...base.serviceCounters.keys()]);
-  if (!sameSet(counters, base.counters)) base.counters = counters;
+  // the counters change only with the node marks' counters or a part built anew
+  if (moved || reslotted.size < redo.length) {
+    const counters = new Set([...marks.counters, ...base.serviceCounters.keys()]);
+    if (!sameSet(counters, base.counters)) base.counters = counters;
+  }
   const state: NftState = {
     table: input.table,
     sets: base.sets,
@@ -325,6 +354,12 @@ function freshBase(input: DesiredInput, zonesKey: string): Base {
     sets,
     chains,
   };
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {

@@ -4,8 +4,9 @@
  * back from the previous state's `nexthops` maps, so a restarted process that adopted the
  * kernel's table keeps them. Pure.
  *
- * The address book counts, per family, which address each node has in how many Services'
- * plans; desired-state.ts updates it only for the Services that changed, so a pass costs
+ * The address book counts, per family, which address each node has in how many distinct
+ * member lists of the Services' plans (Services on the same nodes share a list);
+ * desired-state.ts updates it only for the Services that changed, so a pass costs
  * O(changed members + nodes), not O(all members). When plans disagree about a node's
  * address (mid-change), the smallest address wins.
  *
@@ -28,8 +29,12 @@ import {
 export const NODE_COUNTER_MAP = "nodecounters";
 
 export interface NodeAddressBook {
-  /** per family: node → address → number of Services listing it */
+  /** per family: node → address → number of distinct member lists (below) listing it */
   readonly refs: Record<Fam, Map<string, Map<string, number>>>;
+  /** member list → number of Services whose plan has it: Services on the same nodes share
+   * one list (the planner hands every eTP Cluster Service the same array), and only a
+   * list's first arrival and last departure touch `refs` */
+  readonly lists: Map<ServiceForwarding["plan"]["members"], number>;
 }
 
 export interface NodeMarks {
@@ -45,14 +50,20 @@ export interface NodeMarks {
 
 export const createNodeAddressBook = (): NodeAddressBook => ({
   refs: { 4: new Map(), 6: new Map() },
+  lists: new Map(),
 });
 
 /** Adds (+1) or removes (−1) one Service's members; true when a node's address appeared
  * or left (the marks must be assigned again). */
 export function countMembers(book: NodeAddressBook, f: ServiceForwarding, delta: 1 | -1): boolean {
+  const members = f.plan.members;
+  const uses = (book.lists.get(members) ?? 0) + delta;
+  if (uses > 0) book.lists.set(members, uses);
+  else book.lists.delete(members);
+  if (uses !== 0 && !(uses === 1 && delta === 1)) return false; // the list was counted already
   let moved = false;
   for (const fam of FAMS)
-    for (const m of f.plan.members) {
+    for (const m of members) {
       const a = m.addresses[familyName(fam)];
       const c = a === undefined ? undefined : canonicalIp(a);
       if (c === undefined) continue;

@@ -48,6 +48,10 @@ export interface ChainSpec {
   /** content keys of the slot maps the rules use, in order */
   readonly refs: readonly string[];
   readonly build: (mapNames: readonly string[]) => string[];
+  /** what the rules depend on besides the map names: the zone sets and table sizes used */
+  readonly shape: string;
+  /** the map names the chain was last built with (set by desired-state.ts) */
+  built?: readonly string[];
 }
 
 export interface ServicePart {
@@ -124,6 +128,7 @@ export function servicePart(f: ServiceForwarding, ctx: PartContext): ServicePart
       chains.push({
         name: chain,
         refs: used.map((c) => c.contentKey),
+        shape: chainShape(zoneRefs, global === undefined ? undefined : l.table.size),
         build: (mapNames) => {
           const rules: string[] = [];
           if (restricted) rules.push(`${ip} saddr != @${srcName} drop`);
@@ -152,6 +157,56 @@ export function servicePart(f: ServiceForwarding, ctx: PartContext): ServicePart
     }
   }
   return { sets, dispatch, contents, chains, counter };
+}
+
+function chainShape(zoneRefs: readonly { set: string; size: number }[], size: number | undefined): string {
+  let out = size === undefined ? "-" : String(size);
+  for (const z of zoneRefs) out += `,${z.set}:${z.size}`;
+  return out;
+}
+
+/**
+ * The part of a Service whose plan is the one `old` was built from and whose forwarding
+ * differs only in who is healthy — every chain keeps its zone sets and table sizes, only
+ * slot contents change (a node's health flip under eTP Cluster changes every Service on
+ * that node set this way) — made from `old`: new slot contents and chain refs, the same
+ * sets, dispatch entries, counter and chain rules (the chain `build` of `old` gives the
+ * same text for the same map names). Undefined when anything else would change: then
+ * servicePart builds it anew. Same result as `servicePart(f, ctx)`.
+ */
+export function reslotPart(
+  old: ServicePart,
+  oldForwarding: ServiceForwarding,
+  f: ServiceForwarding,
+  ctx: PartContext,
+): ServicePart | undefined {
+  if (oldForwarding.plan !== f.plan || oldForwarding.listeners.length !== f.listeners.length)
+    return undefined;
+  const contents: SlotContent[] = [];
+  const chains: ChainSpec[] = [];
+  let i = 0;
+  for (const fam of FAMS) {
+    if (!f.plan.vips.some((v) => v.family === familyName(fam))) continue;
+    for (const l of f.listeners) {
+      const spec = old.chains[i++];
+      if (!spec) return undefined;
+      const global = slotContent(l, l.table, fam, ctx);
+      const zoneRefs: { set: string; content: SlotContent; size: number }[] = [];
+      if (l.zoneTables.size > 0)
+        for (const [zone, table] of [...l.zoneTables].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+          const set = ctx.zoneSet.get(`${zone}/${fam}`);
+          const content = slotContent(l, table, fam, ctx);
+          if (set !== undefined && content !== undefined) zoneRefs.push({ set, content, size: table.size });
+        }
+      if (chainShape(zoneRefs, global === undefined ? undefined : l.table.size) !== spec.shape)
+        return undefined;
+      const used = global === undefined ? [] : [...zoneRefs.map((z) => z.content), global];
+      contents.push(...used);
+      chains.push({ ...spec, refs: used.map((c) => c.contentKey) });
+    }
+  }
+  if (i !== old.chains.length) return undefined;
+  return { sets: old.sets, dispatch: old.dispatch, contents, chains, counter: old.counter };
 }
 
 /** The named counter of a Service (`svc_<ns>.<name>`). */
