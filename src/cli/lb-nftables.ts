@@ -355,7 +355,8 @@ export async function runNftablesLb(
       checkRunning = undefined;
     })();
   };
-  const checkTimer = checkRoutes ? setInterval(syncCheck, driftMs > 0 ? driftMs : 5000) : undefined;
+  const checkTimer =
+    checkRoutes && tunnelChecked ? setInterval(syncCheck, driftMs > 0 ? driftMs : 5000) : undefined;
   checkTimer?.unref();
   const health: HealthSource | undefined = prober && {
     lookup: prober.lookup,

@@ -3,20 +3,24 @@
  * the kernel side is dataplane/encap-check.ts). Pure: the node probe targets and which
  * addresses the LB host encapsulates to in, one extra target per such address out.
  *
- * - One target per routed node address (per family), not per check: the tunnel belongs to
- *   the node, whatever Services use it. It is a TCP connect (`via: "tunnel"`) to the lowest
- *   port the node is already probed on — kube-proxy's `:10256` where an eTP Cluster Service
- *   exists, else a Local Service's `healthCheckNodePort`: a port known to listen on that
- *   node, since the plain check probes it. TCP, not the check's HTTP: a Local node without
- *   endpoints answers 503 there (specs/gke-l4.md §4.1) and its tunnel still works; the
- *   connect alone proves LB host → tunnel → decap → node.
- * - It gates every (Service, check, node) that a plain target of that address gates (its
- *   `users` are their union), so a failed tunnel takes the node out of every Service, as an
- *   unhealthy node (ProberHealth's lookup folds the worst state over a user's targets).
+ * - One target per routed node address and port that a plain target probes there: a TCP
+ *   connect (`via: "tunnel"`) to the same port — kube-proxy's `:10256`, a Local Service's
+ *   `healthCheckNodePort` — so it proves exactly what the plain target proves, but through
+ *   the tunnel. TCP, not the check's HTTP: a Local node without endpoints answers 503 there
+ *   (specs/gke-l4.md §4.1) while its tunnel works; the connect alone proves LB host →
+ *   tunnel → decap → node's listener. Per port, not one per node: a listener that fails
+ *   outside the tunnel too (an IPv4-only `:10256`, say) then fails only the users its plain
+ *   target already fails, never those of another port that works.
+ * - It gates the (Service, check, node) users of those plain targets (HTTP and TCP checks
+ *   of one port share it), so a broken tunnel takes the node out of every Service that
+ *   probes it there, as an unhealthy node (ProberHealth's lookup folds the worst state over
+ *   a user's targets).
  * - Its timing is the strictest of those targets' (shortest interval and timeout, lowest
  *   unhealthy and highest healthy threshold, as probeTargets merges shared targets): a
  *   broken tunnel takes a node out within every gated check's own bound, interval ×
  *   unhealthy threshold + timeout.
+ * - Cost: one more TCP probe per routed (address, port) per interval — with one Local
+ *   Service per port, as many as the plain targets of the routed nodes.
  *
  * Not here: the socket (probe-once.ts with a local port from the check's range), the route
  * (dataplane/encap-check.ts), which addresses are routed (dataplane/encap.ts nodePath).
@@ -31,27 +35,29 @@ export function tunnelTargetKey(address: string, port: number): string {
   return `TCP ${joinHostPort(address, port)} via tunnel`;
 }
 
-/** One tunnel target per address `routed` accepts, sorted by key. */
+/** One tunnel target per (address, port) of the plain targets whose address `routed`
+ * accepts, sorted by key. */
 export function tunnelTargets(
   targets: readonly ProbeTarget[],
   routed: (address: string) => boolean,
 ): ProbeTarget[] {
-  const byAddress = new Map<string, ProbeTarget[]>();
+  const byKey = new Map<string, ProbeTarget[]>();
   for (const t of targets) {
     if (t.via === "tunnel" || !routed(t.address)) continue;
-    const list = byAddress.get(t.address);
+    const key = tunnelTargetKey(t.address, t.port);
+    const list = byKey.get(key);
     if (list) list.push(t);
-    else byAddress.set(t.address, [t]);
+    else byKey.set(key, [t]);
   }
   const out: ProbeTarget[] = [];
-  for (const [address, list] of byAddress) {
-    const port = Math.min(...list.map((t) => t.port));
+  for (const [key, list] of byKey) {
+    const { address, port } = list[0]!;
     const users = new Map<string, TargetUser>();
     for (const t of list)
       for (const u of t.users) users.set(`${u.service}\u0000${u.check}\u0000${u.node}`, u);
     const intervalMs = Math.min(...list.map((t) => t.intervalMs));
     out.push({
-      key: tunnelTargetKey(address, port),
+      key,
       protocol: "TCP",
       family: list[0]!.family,
       address,
