@@ -18,9 +18,10 @@
  * (docs/lab.md), and the lab is removed when the test ends, pass or fail.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync, rmSync } from "node:fs";
 import { test } from "node:test";
+import { parse } from "yaml";
 import { ENCAP_CHECK_TABLE } from "../../src/dataplane/encap-check.ts";
 import { planSnapshot } from "../../src/plan/planner.ts";
 import { type Lab, labUnavailable, sleep, startLab } from "./lab-harness.ts";
@@ -250,4 +251,73 @@ test("encap check (VXLAN-GPE): passes through the tunnel; a broken decap takes t
       assert.equal(webRow(lab, "node-a2").state, "healthy");
     },
   );
+});
+
+test("the decap DaemonSet's command (agent --decap alone) in a namespace: device, sysctls through --proc-sys, repair", {
+  timeout: 60_000,
+}, async (t) => {
+  if (why) return t.skip(why);
+  const name = `plbencheckag${process.pid % 100000}`;
+  const dir = `/tmp/${name}`;
+  spawnSync("ip", ["netns", "add", name]);
+  let child: ReturnType<typeof spawn> | undefined;
+  t.after(() => {
+    child?.kill("SIGKILL");
+    spawnSync("ip", ["netns", "del", name]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const inNs = (argv: string[]) => spawnSync("ip", ["netns", "exec", name, ...argv], { encoding: "utf8" });
+  inNs(["ip", "link", "set", "lo", "up"]);
+  inNs(["sysctl", "-qw", "net.ipv4.conf.all.rp_filter=1"]); // strict: the agent must loosen it
+  // the manifest's own args, with the pod's env filled in; a shorter period for the test
+  const manifest = parse(readFileSync("deploy/components/decap-vxlan-gpe/decap-daemonset.yaml", "utf8")) as {
+    spec: { template: { spec: { containers: { args: string[] }[] } } };
+  };
+  const args = manifest.spec.template.spec.containers[0]!.args.map((a) =>
+    a.replace("$(NODE_NAME)", "node-x").replace("$(HOST_IP)", "127.0.0.1"),
+  );
+  const procSys = args.find((a) => a.startsWith("--proc-sys="))!.split("=")[1]!;
+  // the kubelet's hostPath mount, inside `ip netns exec`'s own mount namespace
+  const script = [
+    `mkdir -p ${dir}${procSys}/net/ipv4/conf`,
+    `mount --bind /proc/sys/net/ipv4/conf ${dir}${procSys}/net/ipv4/conf`,
+    `exec ${process.execPath} bin/passlb.js ${args.map((a) => `'${a.replace(`--proc-sys=${procSys}`, `--proc-sys=${dir}${procSys}`)}'`).join(" ")} --sync-period=1`,
+  ].join(" && ");
+  child = spawn("ip", ["netns", "exec", name, "sh", "-c", script], { stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    log += d;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+    log += d;
+  });
+  const until = async (what: string, ok: () => boolean, ms: number) => {
+    const end = Date.now() + ms;
+    while (!ok()) {
+      assert.ok(Date.now() < end, `${what} (log:\n${log})`);
+      await sleep(200);
+    }
+  };
+  await until("plbvg0 was not created", () => inNs(["ip", "link", "show", "plbvg0"]).status === 0, 30_000);
+  await until(
+    "/healthz on the manifest's dashboard port did not answer",
+    () => inNs(["curl", "-sf", "--max-time", "1", "http://127.0.0.1:9798/healthz"]).status === 0,
+    15_000,
+  );
+  assert.match(inNs(["ip", "-d", "link", "show", "plbvg0"]).stdout, /vxlan external .*dstport 4790 .*gpe/);
+  assert.equal(inNs(["cat", "/proc/sys/net/ipv4/conf/plbvg0/rp_filter"]).stdout.trim(), "0");
+  assert.equal(inNs(["cat", "/proc/sys/net/ipv4/conf/all/rp_filter"]).stdout.trim(), "2", "strict loosened");
+  assert.match(inNs(["ip", "addr", "show", "plbvg0"]).stdout, /inet 127\.0\.0\.42\/32/);
+  assert.equal(
+    inNs(["ss", "-ltnH", "sport", "=", ":10256"]).stdout.trim(),
+    "",
+    "no health server of its own",
+  );
+  inNs(["ip", "link", "del", "plbvg0"]);
+  await until(
+    "plbvg0 did not come back within 2 periods",
+    () => inNs(["ip", "link", "show", "plbvg0"]).status === 0,
+    2500,
+  );
+  await until("no repair logged", () => log.includes('"reason":"repaired"'), 2000);
 });
