@@ -122,7 +122,9 @@ test("--encap-check: a routed node whose tunnel check failed is unhealthy with t
     health,
     forward,
   });
-  const nodes = state.services.find((s) => s.service === web.service)!.nodes.filter((n) => web.members.some((m) => m.node === n.node));
+  const nodes = state.services
+    .find((s) => s.service === web.service)!
+    .nodes.filter((n) => web.members.some((m) => m.node === n.node));
   const row = nodes.find((n) => n.node === failed)!;
   assert.deepEqual([row.state, row.reason, row.active], ["unhealthy", "tunnel_check_failed", false]);
   for (const n of nodes) assert.equal(n.path, "encap vxlan-gpe:4790, tunnel-checked", n.node);
