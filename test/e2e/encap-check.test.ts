@@ -38,9 +38,23 @@ const sh = (lab: Lab, host: string, argv: string[]) => {
   if (r.status !== 0) throw new Error(`${host}: ${argv.join(" ")}: ${r.stderr}`);
   return r.stdout;
 };
+/** HTTP GET from inside a namespace with Node's fetch: prints the status, then the body */
+const FETCH = `fetch(process.argv[1], { signal: AbortSignal.timeout(Number(process.argv[2])) })
+  .then(async (r) => process.stdout.write(r.status + "\\n" + (await r.text())))
+  .catch((e) => { process.stderr.write(String(e)); process.exit(1); })`;
+const httpGet = (netns: string, url: string, timeoutMs = 3000) => {
+  const r = spawnSync("ip", ["netns", "exec", netns, process.execPath, "-e", FETCH, url, String(timeoutMs)], {
+    encoding: "utf8",
+  });
+  const nl = r.stdout.indexOf("\n");
+  return r.status === 0 ? { status: Number(r.stdout.slice(0, nl)), body: r.stdout.slice(nl + 1) } : undefined;
+};
 /** the LB's dashboard and metrics, inside its namespace (127.0.0.1:9797 there) */
-const lbGet = (lab: Lab, path: string) =>
-  sh(lab, "lb", ["curl", "-sf", "--max-time", "3", `http://127.0.0.1:9797${path}`]);
+const lbGet = (lab: Lab, path: string) => {
+  const r = httpGet(ns(lab, "lb"), `http://127.0.0.1:9797${path}`);
+  if (r?.status !== 200) throw new Error(`the LB's ${path}: ${JSON.stringify(r)}`);
+  return r.body;
+};
 const lbLog = (lab: Lab) => readFileSync(lab.state.processes.find((p) => p.role === "lb")!.log, "utf8");
 
 /** node-a2's row in encap/web on the dashboard */
@@ -211,18 +225,8 @@ test("encap check (VXLAN-GPE): passes through the tunnel; a broken decap takes t
         "node-a2's plain health check of web stayed healthy",
       );
       // and its own address answers its health server from the LB host, outside the tunnel
-      const plain = sh(lab, "lb", [
-        "curl",
-        "-s",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}",
-        "--max-time",
-        "2",
-        `http://${lab.host("node-a2").ipv4}:32110/healthz`,
-      ]);
-      assert.equal(plain, "200");
+      const plain = httpGet(ns(lab, "lb"), `http://${lab.host("node-a2").ipv4}:32110/healthz`, 2000);
+      assert.equal(plain?.status, 200);
     },
   );
 
@@ -268,7 +272,7 @@ test("the decap DaemonSet's command (agent --decap alone) in a namespace: device
   });
   const inNs = (argv: string[]) => spawnSync("ip", ["netns", "exec", name, ...argv], { encoding: "utf8" });
   inNs(["ip", "link", "set", "lo", "up"]);
-  inNs(["sysctl", "-qw", "net.ipv4.conf.all.rp_filter=1"]); // strict: the agent must loosen it
+  inNs(["sh", "-c", "echo 1 > /proc/sys/net/ipv4/conf/all/rp_filter"]); // strict: the agent must loosen it
   // the manifest's own args, with the pod's env filled in; a shorter period for the test
   const manifest = parse(readFileSync("deploy/components/decap-vxlan-gpe/decap-daemonset.yaml", "utf8")) as {
     spec: { template: { spec: { containers: { args: string[] }[] } } };
@@ -301,7 +305,7 @@ test("the decap DaemonSet's command (agent --decap alone) in a namespace: device
   await until("plbvg0 was not created", () => inNs(["ip", "link", "show", "plbvg0"]).status === 0, 30_000);
   await until(
     "/healthz on the manifest's dashboard port did not answer",
-    () => inNs(["curl", "-sf", "--max-time", "1", "http://127.0.0.1:9798/healthz"]).status === 0,
+    () => httpGet(name, "http://127.0.0.1:9798/healthz", 1000)?.status === 200,
     15_000,
   );
   assert.match(inNs(["ip", "-d", "link", "show", "plbvg0"]).stdout, /vxlan external .*dstport 4790 .*gpe/);
