@@ -727,3 +727,106 @@ test("the announce-bgp component: its args are passlb lb flags, BIRD runs as its
     rmSync(overlay, { recursive: true, force: true });
   }
 });
+
+test("the decap-vxlan-gpe component: the agent's decapsulation alone, host network, NET_ADMIN only, one host directory", (t) => {
+  const dir = join(DEPLOY, "components", "decap-vxlan-gpe");
+  const component = docs(join(dir, "kustomization.yaml"))[0] as { kind: string; resources: string[] };
+  assert.equal(component.kind, "Component");
+  assert.deepEqual(
+    [...component.resources].sort(),
+    readdirSync(dir)
+      .filter((f) => f !== "kustomization.yaml")
+      .sort(),
+  );
+  const ds = docs(join(dir, "decap-daemonset.yaml"))[0] as Obj & {
+    spec: { template: { spec: PodSpec & Record<string, unknown> } };
+  };
+  assert.equal(ds.kind, "DaemonSet");
+  assert.equal(ds.metadata.namespace, NAMESPACE, "set here: the base's namespace does not reach a component");
+  assert.equal(ds.metadata.labels?.["app.kubernetes.io/part-of"], "passlb");
+  const spec = ds.spec.template.spec;
+  const c = spec.containers[0] as SecuredContainer;
+  assert.equal(spec.containers.length, 1);
+  assert.equal(spec.hostNetwork, true, "the device and sysctls are the host's");
+  assert.equal(spec.automountServiceAccountToken, false, "it talks to no API server");
+  assert.equal(spec.serviceAccountName, undefined);
+  assert.deepEqual(c.securityContext.capabilities?.add, ["NET_ADMIN"]);
+  const sc = c.securityContext;
+  assert.deepEqual(sc.capabilities?.drop, ["ALL"]);
+  assert.equal(sc.allowPrivilegeEscalation, false);
+  assert.equal(sc.readOnlyRootFilesystem, true);
+  assert.notEqual(sc.privileged, true);
+  assert.equal(sc.seccompProfile?.type, "RuntimeDefault");
+  assert.ok(!spec.hostPID && !spec.hostIPC && spec.initContainers === undefined);
+  // the args are `passlb agent` flags: decapsulation alone (no manifests, no DNAT, no health servers)
+  const program = buildProgram({ stdout: () => {}, stderr: () => {}, readStdin: async () => "" }, () => {});
+  const agent = program.commands.find((cmd) => cmd.name() === "agent")!;
+  const flags = new Set(agent.options.map((o) => o.long));
+  assert.equal(c.args[0], "agent");
+  for (const arg of c.args.slice(1)) assert.ok(flags.has(arg.split("=")[0]!), `passlb agent has no ${arg}`);
+  const value = (flag: string) => c.args.find((a) => a.startsWith(`${flag}=`))?.split("=")[1];
+  assert.equal(value("--decap"), "vxlan-gpe");
+  assert.equal(value("--encap-port"), "4790", "the LB hosts' default --encap-port");
+  assert.equal(value("--manifests"), undefined);
+  assert.equal(value("--dataplane"), undefined);
+  // writable: bounded emptyDirs and exactly the host's IPv4 interface sysctls, where --proc-sys says
+  const hostPaths = (spec.volumes ?? []).filter((v) => "hostPath" in v);
+  assert.deepEqual(
+    hostPaths.map((v) => v.hostPath),
+    [{ path: "/proc/sys/net/ipv4/conf", type: "Directory" }],
+  );
+  const mount = c.volumeMounts?.find((m) => m.name === hostPaths[0]!.name);
+  assert.equal(mount?.mountPath, `${value("--proc-sys")}/net/ipv4/conf`);
+  for (const v of (spec.volumes ?? []).filter((x) => !("hostPath" in x)))
+    assert.ok((v.emptyDir as { sizeLimit?: string } | undefined)?.sizeLimit, `${v.name}: a bounded emptyDir`);
+  // probes on the dashboard port, bound to the host's address, and not kube-proxy's 10249
+  assert.equal(c.livenessProbe.httpGet.path, "/healthz");
+  assert.equal(c.readinessProbe.httpGet.path, "/readyz");
+  const port = c.ports.find((p) => p.name === c.readinessProbe.httpGet.port)?.containerPort;
+  for (const ip of ["192.0.2.7", "fd00::7"]) assert.deepEqual(dashboardBinds(c, ip), { host: ip, port });
+  assert.notEqual(port, 10249);
+  // the capability and every setting the agent makes are named in the manifest and the docs
+  const manifest = readFileSync(join(dir, "decap-daemonset.yaml"), "utf8");
+  const docsText = ["install.md", "agent-dataplane.md"].map((f) =>
+    readFileSync(join(ROOT, "docs", f), "utf8"),
+  );
+  assert.ok(manifest.split("\n").some((l) => l.includes("NET_ADMIN") && l.includes("ip link")));
+  for (const setting of [
+    "net.ipv4.conf.plbvg0.rp_filter",
+    "net.ipv4.conf.all.rp_filter",
+    "127.0.0.42/32",
+    "decap-vxlan-gpe",
+  ])
+    for (const [name, text] of [
+      [
+        "the manifest",
+        setting === "decap-vxlan-gpe" ? readFileSync(join(dir, "kustomization.yaml"), "utf8") : manifest,
+      ],
+      ["docs/install.md", docsText[0]!],
+      ["docs/agent-dataplane.md", docsText[1]!],
+    ] as const)
+      assert.ok(text.includes(setting), `${name} does not name ${setting}`);
+  const missing = kustomizeAvailable();
+  if (missing) return t.diagnostic(`${missing}: the build is not checked`);
+  const overlay = mkdtempSync(join(tmpdir(), "plb-kustomize-"));
+  try {
+    const base = relative(overlay, DEPLOY);
+    writeFileSync(
+      join(overlay, "kustomization.yaml"),
+      `resources: [${base}]\ncomponents: [${base}/components/decap-vxlan-gpe]\nimages:\n  - { name: passlb, newTag: "9.9.9" }\n`,
+    );
+    const built = parseAllDocuments(
+      execFileSync("kubectl", ["kustomize", overlay], { encoding: "utf8", timeout: 30_000 }),
+    ).map((d) => d.toJS() as Obj & { spec?: { template?: { spec: { containers: { image: string }[] } } } });
+    const decap = built.find((o) => o.kind === "DaemonSet" && o.metadata.name === "passlb-decap");
+    assert.equal(decap?.metadata.namespace, NAMESPACE);
+    assert.equal(
+      decap?.spec?.template?.spec.containers[0]?.image,
+      "passlb:9.9.9",
+      "the overlay's image reaches it",
+    );
+    assert.ok(built.some((o) => o.kind === "DaemonSet" && o.metadata.name === "passlb-lb"));
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
+});

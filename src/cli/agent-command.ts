@@ -27,7 +27,7 @@ import { AgentDataplane } from "../dataplane/agent-dataplane.ts";
 import { agentNft } from "../dataplane/agent-nft.ts";
 import { conntrackTool } from "../dataplane/conntrack-tool.ts";
 import { ensureDecap } from "../dataplane/decap-device.ts";
-import { clampedMss, encapFromFlags } from "../dataplane/encap.ts";
+import { clampedMss, type Encap, encapFromFlags } from "../dataplane/encap.ts";
 import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
 import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
 import { realClock } from "../health/clock.ts";
@@ -67,6 +67,7 @@ interface AgentOptions extends ObservabilityFlags {
   decap?: string;
   encapPort?: string;
   encapMtu?: string;
+  procSys: string;
 }
 
 export function registerAgentCommand(
@@ -100,6 +101,11 @@ export function registerAgentCommand(
       "--encap-mtu <n>",
       "--decap: underlay MTU the MSS clamp is computed from (1500); the LB host's --encap-mtu",
     )
+    .option(
+      "--proc-sys <dir>",
+      "--decap: where the host's /proc/sys/net/ipv4/conf is writable, as DIR/net/ipv4/conf (a container's own /proc/sys is read-only)",
+      "/proc/sys",
+    )
     .option("--loopback", "userspace: apply passlb up's loopback rewrite to the folder (docs/quickstart.md)")
     .option(
       "--proxy-protocol",
@@ -109,9 +115,15 @@ export function registerAgentCommand(
       const healthz = parseBindAddress(opts.healthzBindAddress);
       const syncSeconds = Number(opts.syncPeriod);
       const serviceHost = opts.bindAddress;
-      if (!opts.manifests) {
+      if (!opts.manifests && opts.decap === undefined) {
         io.stderr(
-          "error: --manifests DIR is required (the agent stands in for kube-proxy in standalone mode; in a cluster, kube-proxy does its job)\n",
+          "error: --manifests DIR is required (the agent stands in for kube-proxy in standalone mode; in a cluster, kube-proxy does its job — there only --decap KIND runs, alone)\n",
+        );
+        return setExitCode(2);
+      }
+      if (!opts.manifests && opts.dataplane !== "none") {
+        io.stderr(
+          `error: --dataplane ${opts.dataplane} needs --manifests (decapsulation alone takes none)\n`,
         );
         return setExitCode(2);
       }
@@ -141,7 +153,7 @@ export function registerAgentCommand(
       }
       if (decap) {
         try {
-          const done = await ensureDecap(decap);
+          const done = await ensureDecap(decap, { procSys: opts.procSys });
           io.stderr(
             `passlb agent: decapsulation ${decap.kind}${decap.port === undefined ? "" : `:${decap.port}`} ready${done.created.length > 0 ? ` (created ${done.created.join(", ")})` : ""}\n`,
           );
@@ -162,6 +174,21 @@ export function registerAgentCommand(
         return setExitCode(2);
       }
       await obs.serve();
+      if (!opts.manifests && decap) {
+        // decapsulation alone (the DaemonSet of deploy/components/decap-vxlan-gpe, next to
+        // kube-proxy): no health servers (kube-proxy's own answer), no DNAT; the device and
+        // sysctls are checked every --sync-period and put back when something changed them
+        await keepDecap(decap, opts.procSys, syncSeconds * 1000, shutdownSignal(), (line, reason) =>
+          obs.logger.log(
+            reason === "failed" ? "error" : "info",
+            { event: "decap", reason, node: opts.node },
+            line,
+          ),
+        );
+        await obs.close();
+        return;
+      }
+      const manifests = opts.manifests as string;
       const log = (line: string, event = "agent", reason?: string) =>
         obs.logger.log("info", { event, reason, node: opts.node }, line);
       // nftables: the DNAT table stays when the agent stops, as kube-proxy's rules do:
@@ -191,7 +218,7 @@ export function registerAgentCommand(
       let lastFindings = "";
       let lastEligibility = "";
       const source = new ManifestFolderSource({
-        path: opts.manifests,
+        path: manifests,
         rereadMs: syncSeconds * 1000,
         debounceMs: DEBOUNCE_MS,
       });
@@ -219,7 +246,7 @@ export function registerAgentCommand(
           lastGood = read.snapshot;
           // the decapsulation side is kept: a deleted device or reset sysctl comes back
           if (decap)
-            await ensureDecap(decap).catch((e: Error) =>
+            await ensureDecap(decap, { procSys: opts.procSys }).catch((e: Error) =>
               log(`error tunnel_failed: ${e.message}`, "decap", "failed"),
             );
           // A DNAT sync that failed is not a successful sync: the health answers go stale
@@ -289,4 +316,36 @@ export function registerAgentCommand(
     });
   // kube-proxy's metrics address (--metrics-bind-address) is 127.0.0.1:10249: same place
   addObservabilityOptions(command, "127.0.0.1:10249");
+}
+
+/** `--decap` without `--manifests`: re-applies the decapsulation side every `periodMs` until
+ * the signal; logs a failure once per distinct message and a repair when it created a device. */
+async function keepDecap(
+  decap: Encap,
+  procSys: string,
+  periodMs: number,
+  signal: AbortSignal,
+  log: (line: string, reason: string) => void,
+): Promise<void> {
+  let lastError = "";
+  const tick = async () => {
+    try {
+      const done = await ensureDecap(decap, { procSys });
+      if (done.created.length > 0)
+        log(`decapsulation repaired: created ${done.created.join(", ")}`, "repaired");
+      for (const n of done.notes) log(n, "sysctl");
+      lastError = "";
+    } catch (e) {
+      const message = `tunnel_failed: ${(e as Error).message}`;
+      if (message !== lastError) log(message, "failed");
+      lastError = message;
+    }
+  };
+  log(`decapsulation only (no --manifests): checked every ${periodMs / 1000} s`, "started");
+  const timer = setInterval(() => void tick(), periodMs);
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+  clearInterval(timer);
 }

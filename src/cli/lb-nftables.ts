@@ -33,7 +33,9 @@ import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts
 import { conntrackSizing } from "../dataplane/conntrack-sizing.ts";
 import { type ConntrackSysctl, createConntrackSysctl } from "../dataplane/conntrack-sysctl.ts";
 import { conntrackTool } from "../dataplane/conntrack-tool.ts";
-import { describePath, forwardFromFlags } from "../dataplane/encap.ts";
+import { describePath, forwardFromFlags, nodePath } from "../dataplane/encap.ts";
+import { encapCheckPortsFromFlag } from "../dataplane/encap-check.ts";
+import { createEncapCheckRoutes } from "../dataplane/encap-check-routes.ts";
 import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
 import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
 import { createNftGenerationWatch } from "../dataplane/nft-generation.ts";
@@ -42,6 +44,7 @@ import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
 import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
 import { natClaimRuleset } from "../dataplane/render/nat-claim.ts";
 import { PasslbError } from "../errors.ts";
+import { TunnelPorts, tunnelProbe } from "../health/probe-tunnel.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { LoadBalancerBGPPeer } from "../k8s/load-balancer-bgp-peer.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
@@ -92,6 +95,8 @@ export interface NftLbFlags extends AnnounceFlags, BgpFlags {
   encapPort?: string;
   encapMtu?: string;
   direct?: string[];
+  encapCheck?: boolean;
+  encapCheckPorts?: string;
   conntrackMax?: string;
 }
 
@@ -121,6 +126,15 @@ export function addNftablesOptions(command: import("commander").Command): void {
       "nftables, --forward encap: nodes in this prefix are on this host's segment and routed directly; repeatable",
       (v: string, p: string[]) => [...p, v],
       [],
+    )
+    .option(
+      "--encap-check",
+      "nftables, --forward encap: also probe each routed node through the tunnel (TCP); a node whose tunnel check fails gets no new connections",
+    )
+    .option(
+      "--encap-check-ports <first-last>",
+      "nftables, --encap-check: local TCP ports the tunnel probes use (outside ip_local_port_range)",
+      "61000-61255",
     )
     .option("--no-probe", "nftables: do not probe the nodes (every member counts as serving)")
     .option("--once", "nftables: sync once and exit")
@@ -184,6 +198,10 @@ export async function runNftablesLb(
 
   const forward = forwardFromFlags(flags);
   if (typeof forward === "string") return usage(io, forward);
+  const checkPorts = encapCheckPortsFromFlag(flags.encapCheckPorts);
+  if (typeof checkPorts === "string") return usage(io, checkPorts);
+  if (flags.encapCheck && (!flags.probe || !flags.routes))
+    return usage(io, "--encap-check needs the prober and policy routes (drop --no-probe / --no-routes)");
   // --announce bgp (lb-announce-bgp.ts): the routed LB tier; l2 otherwise
   const announceWith = announceConfig(flags);
   if (typeof announceWith === "string") return usage(io, announceWith);
@@ -316,9 +334,16 @@ export async function runNftablesLb(
   // until probed; --no-probe keeps them so)
   const listeners = new Set<() => void>();
   let healthVersion = 0;
+  const tunnelChecked = forward.mode === "encap" && forward.check === true && !flags.once;
   const prober =
     flags.probe && !flags.once
       ? new ProberHealth({
+          ...(tunnelChecked && {
+            tunnel: {
+              routed: (address: string) => nodePath(forward, address) === "encap",
+              probe: tunnelProbe(new TunnelPorts(checkPorts)),
+            },
+          }),
           onChange: () => {
             healthVersion++;
             changed();
@@ -330,6 +355,46 @@ export async function runNftablesLb(
           }),
         })
       : undefined;
+  // the tunnel check's rule and routes (encap-check.ts): synced after each new set of
+  // targets and on every drift tick; without --encap-check, a previous run's are removed
+  const checkRoutes =
+    forward.mode === "encap" && flags.routes && !flags.once && !adapters.nft
+      ? createEncapCheckRoutes({ forward, ports: checkPorts })
+      : undefined;
+  let checkRunning: Promise<void> | undefined;
+  let checkAgain = false;
+  let lastCheckError = "";
+  const syncCheck = (): void => {
+    if (!checkRoutes) return;
+    if (checkRunning) {
+      checkAgain = true;
+      return;
+    }
+    checkRunning = (async () => {
+      do {
+        checkAgain = false;
+        try {
+          const r = await checkRoutes.sync(prober?.tunnelAddresses() ?? [], tunnelChecked);
+          if (r.changed && tunnelChecked)
+            io.stderr(
+              `passlb lb: tunnel check routes synced for ${prober?.tunnelAddresses().length ?? 0} routed node address(es)\n`,
+            );
+          lastCheckError = "";
+        } catch (e) {
+          const message = `tunnel check routes: ${(e as Error).message}`;
+          if (message !== lastCheckError) {
+            io.stderr(`passlb lb: ${message}\n`);
+            obs?.observer.note({ event: "tunnel_check_routes_failed", severity: "warning", message });
+          }
+          lastCheckError = message;
+        }
+      } while (checkAgain);
+      checkRunning = undefined;
+    })();
+  };
+  const checkTimer =
+    checkRoutes && tunnelChecked ? setInterval(syncCheck, driftMs > 0 ? driftMs : 5000) : undefined;
+  checkTimer?.unref();
   const health: HealthSource | undefined = prober && {
     lookup: prober.lookup,
     version: () => healthVersion,
@@ -479,6 +544,7 @@ export async function runNftablesLb(
         const plans = planSnapshot(next.snapshot, { vipSource: "status" }).plans;
         announceRead(next.snapshot, plans);
         prober?.setPlans(plans);
+        syncCheck();
         obs?.metrics.ipPools(poolUsage(next.snapshot.config.pools, plans));
         changed();
         controller.setSnapshot(next.snapshot, next.degraded, !flags.once);
@@ -508,7 +574,9 @@ export async function runNftablesLb(
     await kube.source.close();
     await controller.stop();
     generations?.close();
+    clearInterval(checkTimer);
     await prober?.close();
+    await checkRunning;
     if (!flags.once) io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
     return code;
   }
@@ -521,6 +589,7 @@ export async function runNftablesLb(
       const plans = planSnapshot(decoded.snapshot).plans;
       announceRead(decoded.snapshot, plans);
       prober?.setPlans(plans);
+      syncCheck();
       healthVersion++; // new targets answer differently
       obs?.metrics.ipPools(poolUsage(decoded.snapshot.config.pools, plans));
       changed();
@@ -590,7 +659,9 @@ export async function runNftablesLb(
   await announce?.stop({ graceful: true });
   await controller.stop();
   generations?.close();
+  clearInterval(checkTimer);
   await prober?.close();
+  await checkRunning;
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
   return 0;
 }

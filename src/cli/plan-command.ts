@@ -76,7 +76,8 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
       "with --forward encap: nodes here are routed directly; repeatable",
       collect,
       [],
-    );
+    )
+    .option("--encap-check", "with --forward encap: show the routed members as tunnel-checked");
   addPlanAnnounceOptions(command);
   addGkeOptions(command);
   addAzureOptions(command);

@@ -69,6 +69,8 @@ export type Forward =
       readonly encap: Encap;
       /** nodes inside these prefixes are neighbours: routed directly (mixed sites) */
       readonly direct: readonly Cidr[];
+      /** `--encap-check`: each routed node is also probed through the tunnel (encap-check.ts) */
+      readonly check?: boolean;
     };
 
 export const ROUTE_FORWARD: Forward = { mode: "route" };
@@ -200,6 +202,7 @@ export type ForwardFlags = {
   readonly encapPort?: string;
   readonly encapMtu?: string;
   readonly direct?: readonly string[];
+  readonly encapCheck?: boolean;
 };
 
 /** Decodes the CLI flags shared by `passlb lb` and `passlb plan`; a string is the problem. */
@@ -208,6 +211,7 @@ export function forwardFromFlags(flags: ForwardFlags): Forward | string {
   if (mode !== "route" && mode !== "encap") return `--forward ${mode}: expected route or encap`;
   if (mode === "route") {
     if (flags.encap !== undefined) return "--encap needs --forward encap";
+    if (flags.encapCheck) return "--encap-check needs --forward encap";
     return ROUTE_FORWARD;
   }
   const encap = encapFromFlags(flags.encap ?? "vxlan-gpe", flags.encapPort, flags.encapMtu, "--encap");
@@ -218,7 +222,7 @@ export function forwardFromFlags(flags: ForwardFlags): Forward | string {
     if (!c) return `--direct ${text}: expected a CIDR such as 198.51.100.0/26`;
     direct.push(c);
   }
-  return { mode: "encap", encap, direct };
+  return { mode: "encap", encap, direct, ...(flags.encapCheck && { check: true }) };
 }
 
 /** `--encap`/`--decap KIND [--encap-port N] [--encap-mtu N]` → Encap, or the problem. */
@@ -261,9 +265,11 @@ export function memberPaths(
   return out;
 }
 
-/** One line for logs and `passlb plan`: `encap vxlan-gpe:4790` / `route`. */
+/** One line for logs and `passlb plan`: `encap vxlan-gpe:4790` / `route`; with
+ * `--encap-check`, `encap vxlan-gpe:4790, tunnel-checked` (a failed check takes the node
+ * out with the reason `tunnel_check_failed`). */
 export function describePath(forward: Forward, path: NodePath): string {
   if (path === "route" || forward.mode === "route") return "route";
   const e = forward.encap;
-  return `encap ${e.kind}${e.port === undefined ? "" : `:${e.port}`}`;
+  return `encap ${e.kind}${e.port === undefined ? "" : `:${e.port}`}${forward.check ? ", tunnel-checked" : ""}`;
 }

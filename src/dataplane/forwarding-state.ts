@@ -27,6 +27,9 @@ export interface MemberHealth {
   readonly state: HealthState;
   /** the last weight the check reported, when it reads one */
   readonly weight?: number;
+  /** why the member is unhealthy when it is not the check itself: `tunnel_check_failed`
+   * (the LB host's tunnel check, health/state-tunnel-targets.ts) */
+  readonly reason?: string;
 }
 
 /** Health of one node for one of a plan's health checks (by `HealthCheck.id`). */

@@ -213,7 +213,7 @@ export interface PolicyRouteOptions {
   readonly forward?: Forward;
 }
 
-type Run = (
+export type Run = (
   args: readonly string[],
   input?: string,
 ) => Promise<{ code: number | null; stdout: string; stderr: string; error?: Error }>;
@@ -302,7 +302,7 @@ export function createPolicyRoutes(options: PolicyRouteOptions = {}): RouteAppli
 
 /** Creates the tunnel devices that are missing, refuses a same-named device of another
  * kind, and sets MTU and up on all (idempotent). */
-async function ensureDevices(run: Run, forward: Extract<Forward, { mode: "encap" }>): Promise<void> {
+export async function ensureDevices(run: Run, forward: Extract<Forward, { mode: "encap" }>): Promise<void> {
   for (const d of lbDeviceList(forward.encap)) {
     const shown = await run(["-d", "-j", "link", "show", "dev", d.name]);
     const [add, raise] = deviceCommands(d);

@@ -24,6 +24,9 @@ export interface ProbeRequest {
   readonly path: string | null;
   readonly timeoutMs: number;
   readonly readsWeight: boolean;
+  /** bind the probe to this local port (the tunnel check's range, probe-tunnel.ts); the
+   * socket is then closed with a reset, so the port is free again at once (no TIME_WAIT) */
+  readonly localPort?: number;
 }
 
 /** the most we read of an answer's head before calling it garbage */
@@ -92,7 +95,8 @@ export function probeOnce(req: ProbeRequest): Promise<ProbeOutcome> {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      socket.destroy();
+      if (req.localPort !== undefined && !socket.destroyed && !socket.connecting) socket.resetAndDestroy();
+      else socket.destroy();
       resolve(outcome);
     };
     const timer = afterDeadline(
@@ -106,7 +110,14 @@ export function probeOnce(req: ProbeRequest): Promise<ProbeOutcome> {
     if (req.protocol === "HTTPS") {
       socket = tlsConnect({ host: req.address, port: req.port, rejectUnauthorized: false }, sendRequest);
     } else {
-      socket = tcpConnect({ host: req.address, port: req.port }, sendRequest);
+      socket = tcpConnect(
+        {
+          host: req.address,
+          port: req.port,
+          ...(req.localPort !== undefined && { localPort: req.localPort }),
+        },
+        sendRequest,
+      );
     }
     socket.setEncoding("latin1");
     socket.on("error", (err: NodeJS.ErrnoException) => finish({ ok: false, reason: errorReason(err) }));

@@ -54,6 +54,9 @@ export interface ProbeTarget {
   readonly readsWeight: boolean;
   /** sorted by service, check, node */
   readonly users: readonly TargetUser[];
+  /** `tunnel`: a TCP connect through the LB host's tunnel to a routed node
+   * (state-tunnel-targets.ts); absent: the node's own address, routed as usual */
+  readonly via?: "tunnel";
 }
 
 export function wantsDataPathCheck(service: Service): boolean {

@@ -7,12 +7,18 @@
  *
  * `intervalMs` may replace the plans' intervals (and caps the timeouts) so that a demo
  * reacts in seconds rather than GKE's 8 s × 3; thresholds stay as planned.
+ *
+ * `tunnel` (the LB host's `--encap-check`): one more target per routed node address
+ * (health/state-tunnel-targets.ts), probed by `tunnel.probe` through the tunnel; a user
+ * whose tunnel target is unhealthy reads `unhealthy` with the reason `tunnel_check_failed`.
+ * `tunnelAddresses()` tells the routing adapter which addresses need a check route.
  */
 import type { HealthLookup, MemberHealth } from "../dataplane/forwarding-state.ts";
 import { realClock } from "../health/clock.ts";
 import { probeOnce } from "../health/probe-once.ts";
-import { Prober, type ProberEvent } from "../health/prober.ts";
+import { type ProbeFn, Prober, type ProberEvent } from "../health/prober.ts";
 import { type ProbeTarget, probeTargets } from "../health/state-probe-targets.ts";
+import { TUNNEL_CHECK_FAILED, tunnelTargets } from "../health/state-tunnel-targets.ts";
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 
 export interface ProberHealthOptions {
@@ -23,6 +29,8 @@ export interface ProberHealthOptions {
   readonly onEvent?: (event: ProberEvent) => void;
   /** each finished probe: the node probed, the verdict and how long it took */
   readonly onProbe?: (node: string, ok: boolean, seconds: number) => void;
+  /** the tunnel check: which node addresses are reached through the tunnel, and its probe */
+  readonly tunnel?: { readonly routed: (address: string) => boolean; readonly probe: ProbeFn };
 }
 
 export class ProberHealth {
@@ -32,12 +40,15 @@ export class ProberHealth {
   #index = new Map<string, string[]>();
   /** target key → the node it probes */
   #nodes = new Map<string, string>();
+  /** target keys of tunnel checks */
+  #tunnelKeys = new Set<string>();
+  #tunnelAddresses: string[] = [];
 
   constructor(options: ProberHealthOptions) {
     this.#o = options;
     this.#prober = new Prober({
       clock: realClock(),
-      probe: (t) => probeOnce(t),
+      probe: (t) => (t.via === "tunnel" && options.tunnel ? options.tunnel.probe(t) : probeOnce(t)),
       seed: options.seed ?? 1,
       maxConcurrent: 64,
       onEvent: (e) => {
@@ -55,22 +66,33 @@ export class ProberHealth {
     const keys = this.#index.get(`${service}|${checkId}|${node}`);
     if (!keys) return { state: "unknown" };
     let worst: MemberHealth = { state: "healthy" };
+    let tunnelFailed = false;
     for (const k of keys) {
       const h = this.#prober.healthOf(k);
       const state = h?.state ?? "unknown";
+      if (state === "unhealthy" && this.#tunnelKeys.has(k)) tunnelFailed = true;
       if (state === "unhealthy" || (state === "unknown" && worst.state === "healthy"))
         worst = h?.weight === undefined ? { state } : { state, weight: h.weight };
       else if (worst.weight === undefined && h?.weight !== undefined)
         worst = { state: worst.state, weight: h.weight };
     }
-    return worst;
+    return tunnelFailed ? { ...worst, state: "unhealthy", reason: TUNNEL_CHECK_FAILED } : worst;
   };
+
+  /** the node addresses with a tunnel check (both families), sorted */
+  tunnelAddresses(): readonly string[] {
+    return this.#tunnelAddresses;
+  }
 
   setPlans(plans: readonly LoadBalancerPlan[]): void {
     const every = this.#o.intervalMs;
-    const targets: ProbeTarget[] = probeTargets(plans).map((t) =>
+    const plain: ProbeTarget[] = probeTargets(plans).map((t) =>
       every === undefined ? t : { ...t, intervalMs: every, timeoutMs: Math.min(t.timeoutMs, every) },
     );
+    const tunnel = this.#o.tunnel ? tunnelTargets(plain, this.#o.tunnel.routed) : [];
+    const targets = [...plain, ...tunnel];
+    this.#tunnelKeys = new Set(tunnel.map((t) => t.key));
+    this.#tunnelAddresses = [...new Set(tunnel.map((t) => t.address))].sort();
     const index = new Map<string, string[]>();
     for (const t of targets)
       for (const u of t.users) {

@@ -18,6 +18,8 @@ export interface BackendStatus {
   readonly zone: string;
   readonly state: BackendState;
   readonly reason: BackendReason;
+  /** why it is unhealthy when the health source says (`tunnel_check_failed`) */
+  readonly healthReason?: string;
   readonly weight: number;
   readonly active: boolean;
 }
@@ -32,10 +34,12 @@ export function backendStates(fw: ServiceForwarding, health?: HealthLookup): Bac
     const active = activeIn.length > 0;
     let state: BackendState = "unknown";
     let weight = activeIn[0]?.weight ?? b.weight;
+    let healthReason: string | undefined;
     if (health) {
       for (const check of plan.healthChecks) {
         const h = health(plan.service, check.id, b.node);
         if (h.state === "unhealthy") state = "unhealthy";
+        if (h.state === "unhealthy" && h.reason !== undefined) healthReason ??= h.reason;
         else if (h.state === "healthy" && state === "unknown") state = "healthy";
         if (!active && check.readsWeight && h.weight !== undefined) weight = h.weight;
       }
@@ -45,6 +49,6 @@ export function backendStates(fw: ServiceForwarding, health?: HealthLookup): Bac
       );
       state = active && !failOpenOnly ? "healthy" : fw.listeners.length > 0 ? "unhealthy" : "unknown";
     }
-    return { ...base, state, weight, active };
+    return { ...base, state, weight, active, ...(healthReason !== undefined && { healthReason }) };
   });
 }

@@ -65,6 +65,8 @@ export interface DashboardNode {
   readonly node: string;
   readonly zone: string;
   readonly state: BackendState;
+  /** the plan's reason (`eligible`, `no_local_endpoints`, …), or, when unhealthy for a
+   * reason the health source names, that one (`tunnel_check_failed`) */
   readonly reason: string;
   readonly weight: number;
   readonly active: boolean;
@@ -192,7 +194,7 @@ function serviceView(fw: ServiceForwarding, input: DashboardInput): DashboardSer
       node: b.node,
       zone: b.zone,
       state: b.state,
-      reason: b.reason,
+      reason: b.healthReason ?? b.reason,
       weight: b.weight,
       active: b.active,
       connections: counts.get(b.node) ?? 0,

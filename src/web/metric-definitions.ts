@@ -78,6 +78,12 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["node", "to"] as const,
       registers: r,
     }),
+    tunnelCheck: new Gauge({
+      name: "passlb_tunnel_check_up",
+      help: "LB host --encap-check: 1 while the tunnel check of a routed node address passes, 0 while it fails (the node takes no new connections).",
+      labelNames: ["node", "family"] as const,
+      registers: r,
+    }),
     maglevRebuilds: new Counter({
       name: "passlb_maglev_rebuilds_total",
       help: "Maglev tables rebuilt because their backends or weights changed, per Service.",

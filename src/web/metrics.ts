@@ -62,6 +62,12 @@ export class Metrics {
     this.#m.transitions.inc({ node, to });
   }
 
+  /** `--encap-check`: a routed node address's tunnel check reached a verdict (unknown: series removed) */
+  tunnelCheck(node: string, family: string, state: "healthy" | "unhealthy" | "unknown"): void {
+    if (state === "unknown") this.#m.tunnelCheck.remove({ node, family });
+    else this.#m.tunnelCheck.set({ node, family }, state === "healthy" ? 1 : 0);
+  }
+
   nftTransaction(kind: NftKind, ok: boolean, seconds: number): void {
     this.#m.nftTransactions.inc({ kind, result: ok ? "ok" : "failed" });
     this.#m.nftSeconds.observe({ kind }, seconds);

@@ -29,6 +29,7 @@ import type { Forward } from "../dataplane/encap.ts";
 import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
 import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
 import type { ProberEvent } from "../health/prober.ts";
+import { TUNNEL_CHECK_FAILED } from "../health/state-tunnel-targets.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
 import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
@@ -51,6 +52,13 @@ export interface ObserverOptions {
 const STABLE_TRANSITION_REASON = {
   unhealthy: "probe_failures",
   healthy: "probe_successes",
+  unknown: "target_reset",
+} as const;
+
+/** the tunnel check's transitions (`--encap-check`, health/state-tunnel-targets.ts) */
+const TUNNEL_TRANSITION_REASON = {
+  unhealthy: TUNNEL_CHECK_FAILED,
+  healthy: "tunnel_check_passed",
   unknown: "target_reset",
 } as const;
 
@@ -125,9 +133,11 @@ export class Observer {
     const service = services.length === 1 ? services[0] : undefined;
     if (e.kind === "transition") {
       this.#o.metrics.healthTransition(node, e.to);
+      const tunnel = e.target.via === "tunnel";
+      if (tunnel) this.#o.metrics.tunnelCheck(node, e.target.family, e.to);
       this.note({
         event: "health_transition",
-        reason: STABLE_TRANSITION_REASON[e.to],
+        reason: tunnel ? TUNNEL_TRANSITION_REASON[e.to] : STABLE_TRANSITION_REASON[e.to],
         severity: e.to === "unhealthy" ? "warning" : "info",
         ...(service !== undefined && { service }),
         node,

@@ -432,7 +432,15 @@ test("encap path (VXLAN-GPE): per-node paths, Local and Cluster, DSR, MTU, churn
   await t.test("a deleted decap device comes back within two sync periods", async () => {
     sh(lab, "node-b1", ["ip", "link", "del", "plbvg0"]);
     const deadline = Date.now() + 11_000;
-    while (spawnSync("ip", ["-n", ns(lab, "node-b1"), "link", "show", "plbvg0"]).status !== 0) {
+    // back means usable: the agent adds the device, raises it, then sets its rp_filter and
+    // loose-mode address (decap-device.ts); a connection sent in between is dropped by the
+    // reverse-path filter and, on a loaded machine, times out
+    const ready = () =>
+      /inet 127\.0\.0\.42\/32/.test(
+        spawnSync("ip", ["-n", ns(lab, "node-b1"), "addr", "show", "dev", "plbvg0"], { encoding: "utf8" })
+          .stdout ?? "",
+      );
+    while (!ready()) {
       assert.ok(Date.now() < deadline, "plbvg0 did not come back within 2 × --sync-period");
       await sleep(250);
     }

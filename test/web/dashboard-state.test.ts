@@ -106,3 +106,28 @@ test("on an LB host with --forward encap each node says how it is reached", () =
   // without a forwarding mode (passlb up, agents) there is no path field
   assert.ok(dashboardState(base).services.every((s) => s.nodes.every((n) => n.path === undefined)));
 });
+
+test("--encap-check: a routed node whose tunnel check failed is unhealthy with that reason, and tunnel-checked", () => {
+  const base = input();
+  // a Service with several members (one alone would fail open and stay active)
+  const web = base.forwarding.find((f) => f.plan.members.length >= 2)!.plan;
+  const failed = web.members[0]!.node;
+  const health = (_s: string, _c: string, node: string): MemberHealth =>
+    node === failed ? { state: "unhealthy", reason: "tunnel_check_failed" } : { state: "healthy" };
+  const forward = forwardFromFlags({ forward: "encap", encapCheck: true });
+  assert.ok(typeof forward !== "string");
+  const state = dashboardState({
+    ...base,
+    forwarding: [serviceForwarding(web, health, { seed: 7 })],
+    health,
+    forward,
+  });
+  const nodes = state.services
+    .find((s) => s.service === web.service)!
+    .nodes.filter((n) => web.members.some((m) => m.node === n.node));
+  const row = nodes.find((n) => n.node === failed)!;
+  assert.deepEqual([row.state, row.reason, row.active], ["unhealthy", "tunnel_check_failed", false]);
+  for (const n of nodes) assert.equal(n.path, "encap vxlan-gpe:4790, tunnel-checked", n.node);
+  // the others keep the plan's reason
+  assert.ok(nodes.filter((n) => n.node !== failed).every((n) => n.reason !== "tunnel_check_failed"));
+});
