@@ -196,20 +196,24 @@ export function backendHealth(
       if (!backend.included) continue;
       const addresses = backendAddresses(plan, backend.addresses);
       const checkStates: Record<string, HealthState> = {};
+      const waiting = new Set<string>();
       let weight: number | undefined;
       for (const check of checks) {
         let worst: HealthState = "healthy";
         let seen = false;
+        let awaiting = false;
         for (const { address } of addresses) {
           const h = states.get(
             targetKey({ protocol: check.protocol, address, port: check.port, path: checkPath(check) }),
           );
           const state = h?.state ?? "unknown";
           seen = true;
+          if (state === "unknown" && h?.admitsBeforeVerdict === false) awaiting = true;
           if (WORSE[state] > WORSE[worst]) worst = state;
           if (check.readsWeight && weight === undefined && h?.weight !== undefined) weight = h.weight;
         }
         checkStates[check.id] = seen ? worst : "unknown";
+        if (awaiting) waiting.add(check.id);
       }
       // `unknown` admits traffic (state-machine.ts), except where the plan already knows the
       // answer: a node whose local endpoints are all unready (a new pod before its readiness

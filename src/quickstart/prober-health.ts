@@ -55,6 +55,7 @@ export class ProberHealth {
     const keys = this.#index.get(`${service}|${checkId}|${node}`);
     if (!keys) return { state: "unknown" };
     let worst: MemberHealth = { state: "healthy" };
+    let awaiting = false;
     for (const k of keys) {
       const h = this.#prober.healthOf(k);
       const state = h?.state ?? "unknown";
@@ -62,8 +63,9 @@ export class ProberHealth {
         worst = h?.weight === undefined ? { state } : { state, weight: h.weight };
       else if (worst.weight === undefined && h?.weight !== undefined)
         worst = { state: worst.state, weight: h.weight };
+      if (state === "unknown" && h?.admitsBeforeVerdict === false) awaiting = true;
     }
-    return worst;
+    return awaiting && worst.state === "unknown" ? { ...worst, awaitingVerdict: true } : worst;
   };
 
   setPlans(plans: readonly LoadBalancerPlan[]): void {
