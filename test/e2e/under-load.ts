@@ -18,6 +18,8 @@ export interface StreamEvent {
   readonly ok: boolean;
   readonly pod?: string;
   readonly node?: string;
+  /** the client address the pod saw */
+  readonly client?: string;
   readonly error?: string;
 }
 export interface StreamRun {
