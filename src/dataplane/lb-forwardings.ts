@@ -17,7 +17,8 @@
  *   endpoint change costs that Service, not every Service.
  * - Bad input never corrupts what works: a Service whose plan has error-level issues, or
  *   whose forwarding cannot be built, keeps its last good forwarding; while the input is
- *   degraded, Services that vanished from it keep theirs too.
+ *   degraded, Services that vanished from it keep theirs too, and so does a Service whose
+ *   VIPs the degraded input would move (another Service vanishing frees addresses).
  *
  * Does not: render or apply anything (lb-controller.ts owns the pass).
  */
@@ -129,6 +130,15 @@ export class LbForwardings {
         continue;
       }
       const error = plan.issues.find((i) => i.severity === "error");
+      if (degraded && last && !sameVips(last.plan, plan)) {
+        // the planner hands out addresses in order: a Service missing from a degraded input
+        // frees its VIP and moves every Service after it. The agents keep their whole last
+        // good state while the input has problems (agent-command.ts), so moving here would
+        // send the VIP's traffic where no node translates it (issue 16, broken manifest)
+        this.#o.onKept?.(plan.service, "input_invalid_vip_moved");
+        forwardings.set(plan.service, last);
+        continue;
+      }
       if (error && last) {
         this.#o.onKept?.(plan.service, error.code);
         forwardings.set(plan.service, last);
@@ -235,4 +245,11 @@ function sameForwarding(a: ServiceForwarding, b: ServiceForwarding): boolean {
 
 function sameMembers(a: LoadBalancerPlan, b: LoadBalancerPlan): boolean {
   return a.members.length === b.members.length && a.members.every((m, i) => m.node === b.members[i]!.node);
+}
+
+/** Whether two plans of a Service have the same VIPs. */
+function sameVips(a: LoadBalancerPlan, b: LoadBalancerPlan): boolean {
+  if (a === b) return true;
+  if (a.vips.length !== b.vips.length) return false;
+  return a.vips.every((v, i) => v.address === b.vips[i]!.address && v.family === b.vips[i]!.family);
 }
