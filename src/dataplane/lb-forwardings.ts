@@ -9,8 +9,10 @@
  *   last pass's object while those members' health reads the same. Under eTP Cluster every
  *   Service sits on the same nodes behind the same kube-proxy check, so a node's health flip
  *   costs one selection and one Maglev table, not one per Service. This relies on health
- *   depending on the check and the node only (ProberHealth probes one target per check
- *   definition and node, shared by every Service that uses it).
+ *   depending on the check, the node and the address families only (ProberHealth probes
+ *   one target per check definition, node and family, shared by every Service that uses
+ *   it): Services of other families do not share (a dual-stack Service whose IPv6 checks
+ *   all failed fails open; an IPv4-only one on the same nodes must not follow it).
  * - A Service's forwarding object is reused while its plan object and selections are; when
  *   the health source's version has not moved since the last pass, a Service whose plan
  *   object is the same is not looked at any further (no health lookups at all), so an
@@ -107,7 +109,9 @@ export class LbForwardings {
       check: HealthCheck | undefined,
       compute: () => BackendSelection,
     ) => {
-      const key = `${this.#memberId(plan)}#${check ? this.#checkKey(check) : "-"}`;
+      // the families too: a check is probed once per family the plan serves, so a
+      // dual-stack Service's health is not an IPv4-only one's on the same nodes
+      const key = `${this.#memberId(plan)}#${plan.ipFamilies.join(",")}#${check ? this.#checkKey(check) : "-"}`;
       const now = selections.get(key);
       if (now) return now.selection;
       const signature = check ? healthSignature(plan, check, health) : "";
