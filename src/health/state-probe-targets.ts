@@ -26,7 +26,6 @@
 import type { Service } from "../k8s/objects.ts";
 import type { IpFamily } from "../net/ip.ts";
 import { joinHostPort } from "../net/ip.ts";
-import { LOCAL_HEALTH_CHECK_ID } from "../plan/health-checks.ts";
 import type { HealthCheck, HealthCheckProtocol, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { listenerKey } from "../plan/load-balancer-plan.ts";
 import { admitsTraffic, type HealthState, type TargetHealth } from "./state-machine.ts";
@@ -215,23 +214,12 @@ export function backendHealth(
         checkStates[check.id] = seen ? worst : "unknown";
         if (awaiting) waiting.add(check.id);
       }
-      // `unknown` admits traffic (state-machine.ts), except where the plan already knows the
-      // answer: a node whose local endpoints are all unready (a new pod before its readiness
-      // probe passed) is answered 503 by its healthCheckNodePort server — kube-proxy's
-      // rule, 200 iff localEndpoints ≠ 0 (specs/gke-l4.md §4.4) — so it waits for a verdict
-      // rather than taking connections its node would drop (issue 16, rolling replacement)
-      const answers503 =
-        plan.externalTrafficPolicy === "Local" &&
-        backend.localReadyEndpoints === 0 &&
-        backend.reason !== "only_terminating_endpoints";
-      const admits = (c: HealthCheck) => {
-        const state = checkStates[c.id] ?? "unknown";
-        return admitsTraffic(state) && !(state === "unknown" && answers503 && c.id === LOCAL_HEALTH_CHECK_ID);
-      };
       const listeners: Record<string, boolean> = {};
       for (const l of plan.listeners) {
         const key = listenerKey(l);
-        listeners[key] = checks.filter((c) => c.listeners.includes(key)).every(admits);
+        listeners[key] = checks
+          .filter((c) => c.listeners.includes(key))
+          .every((c) => admitsTraffic(checkStates[c.id] ?? "unknown", !waiting.has(c.id)));
       }
       out.push({
         service: plan.service,

@@ -160,6 +160,12 @@ describe("backendHealth", () => {
       "unknown admits traffic",
     );
     assert.deepEqual(get("shop/dual", "node-b")?.listeners, { "TCP/8080": false }, "one family down: out");
+    const late = new Map([...states, ["HTTP 192.0.2.11:30100/healthz", initialHealth(0, false)]]);
+    assert.deepEqual(
+      backendHealth(plans, late).find((r) => r.service === "shop/web" && r.node === "node-a")?.listeners,
+      { "TCP/80": false, "UDP/53": false },
+      "a target that came after the first plan waits for a verdict",
+    );
     assert.equal(get("shop/dual", "node-a")?.weight, 1, "no weight-reading check: the planned weight");
   });
 
@@ -170,40 +176,5 @@ describe("backendHealth", () => {
     ]);
     const web = backendHealth(plans, states, new Set(["shop/web"])).find((r) => r.node === "node-a");
     assert.deepEqual(web?.listeners, { "TCP/80": false, "UDP/53": true });
-  });
-});
-
-describe("backendHealth: a Local node whose endpoints are all unready", () => {
-  // shop/web's node-a as it looks once its only local pod is new and not ready yet
-  const unready = plans.map((p) =>
-    p.service !== "shop/web"
-      ? p
-      : {
-          ...p,
-          backends: p.backends.map((b) => (b.node === "node-a" ? { ...b, localReadyEndpoints: 0 } : b)),
-        },
-  );
-  const at = (states: Map<string, TargetHealth>) =>
-    backendHealth(unready, states).find((r) => r.service === "shop/web" && r.node === "node-a")?.listeners;
-
-  it("takes no connection before a verdict: its healthCheckNodePort answers 503 (kube-proxy)", () => {
-    assert.deepEqual(at(new Map()), { "TCP/80": false, "UDP/53": false });
-    assert.deepEqual(at(new Map([["HTTP 192.0.2.11:30100/healthz", initialHealth(0)]])), {
-      "TCP/80": false,
-      "UDP/53": false,
-    });
-  });
-
-  it("a healthy verdict admits it (the node knows better than a stale plan)", () => {
-    const healthy = { ...initialHealth(0), state: "healthy" as const };
-    assert.deepEqual(at(new Map([["HTTP 192.0.2.11:30100/healthz", healthy]])), {
-      "TCP/80": true,
-      "UDP/53": true,
-    });
-  });
-
-  it("a node with ready endpoints still admits traffic while unknown", () => {
-    const web = backendHealth(plans, new Map()).find((r) => r.service === "shop/web" && r.node === "node-a");
-    assert.deepEqual(web?.listeners, { "TCP/80": true, "UDP/53": true });
   });
 });

@@ -10,8 +10,6 @@
 import { type HealthCheck, type Listener, listenerKey } from "./load-balancer-plan.ts";
 
 export const KUBE_PROXY_HEALTHZ_PORT = 10256;
-/** the id of the healthCheckNodePort check every eTP Local plan has */
-export const LOCAL_HEALTH_CHECK_ID = "local";
 
 export function clusterHealthCheck(listeners: readonly Listener[]): HealthCheck {
   return {
@@ -35,7 +33,7 @@ export function localHealthCheck(
   weighted: boolean,
 ): HealthCheck {
   return {
-    id: LOCAL_HEALTH_CHECK_ID,
+    id: "local",
     protocol: "HTTP",
     port: healthCheckNodePort,
     path: "/healthz",
