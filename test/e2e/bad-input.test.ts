@@ -23,7 +23,9 @@ import { labUnavailable, sleep, startLab } from "./lab-harness.ts";
 import { holdLoad, streamFigures, streamLoad, waitServing } from "./under-load.ts";
 
 const TOPOLOGY = "test/fixtures/lab/rolling/topology.yaml";
-const RUN_MS = 9000;
+const RUN_MS = 11_000;
+/** the clients are up and connected (their start included, on a loaded machine) */
+const SETTLE_MS = 4000;
 const why = labUnavailable();
 
 interface BadInput {
@@ -89,7 +91,7 @@ test("a broken manifest mid-run: the last good state is kept, the error names fi
       const from = new Map(logs.map((p) => [p.log, readFileSync(p.log, "utf8").length]));
       const runs = [streamLoad(lab, steady, RUN_MS), streamLoad(lab, cluster, RUN_MS)];
       const held = holdLoad(lab, { ...steady, client: "client-b" }, RUN_MS);
-      await sleep(2500);
+      await sleep(SETTLE_MS);
       const faultAt = Date.now();
       c.write(dir);
       const [a, b] = await Promise.all(runs);
