@@ -6,9 +6,8 @@
  * (FAKETIME_NO_CACHE=1); the test writes +1 h, then 0, then -1 h into it while one client
  * opens a new connection every 20 ms to an eTP Cluster VIP and another holds long-lived
  * ones to the eTP Local VIP.
- * Bounds: no health flap (no `health_transition` from a verdict in the LB's log during the
- * jumps), 0
- * failed new connections, 0 broken long-lived ones. The prober's intervals and timeouts
+ * Bounds: no health flap (no `health_transition` away from a verdict in the LB's log during
+ * the jumps), 0 failed new connections, 0 broken long-lived ones. The prober's intervals and timeouts
  * run on the monotonic clock (src/health/clock.ts: performance.timeOrigin +
  * performance.now(), and Node's timers); the lease part is the unit test
  * src/controller/lease-elector.test.ts (this lab has no API server).
