@@ -72,9 +72,11 @@ export async function assertNodeLossBound(
   t.diagnostic(
     `${what}: after the fault ${figures.failed} of ${figures.total} new connections failed (${JSON.stringify(f.errors)}), ${figures.toNode} still reached ${node}; the last such one started ${figures.lastWrongMs ?? "-"} ms after the fault (bound ${boundMs} ms)`,
   );
-  assert.ok(
-    f.before.length > 10 && f.before.every((e) => e.ok),
-    `${what}: the stream served before the fault`,
+  // (a loaded machine may start the client late: then few or none came before the fault)
+  assert.deepEqual(
+    f.before.filter((e) => !e.ok),
+    [],
+    `${what}: connections failed before the fault`,
   );
   const late = f.after(boundMs);
   assert.ok(late.length > 40, `${what}: only ${late.length} connections after the bound`);
