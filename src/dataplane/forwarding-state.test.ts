@@ -84,6 +84,16 @@ test("unhealthy members leave the table; unknown ones stay", () => {
   assert.equal(f.listeners[0]?.failOpen, false);
 });
 
+test("a member whose check appeared after the LB's first plan waits for a verdict", () => {
+  const f = serviceForwarding(plan({}), states({ b1: { state: "unknown", awaitingVerdict: true } }), {
+    seed: 1,
+  });
+  assert.deepEqual(
+    f.listeners[0]?.backends.map((b) => b.node),
+    ["a1", "a2"],
+  );
+});
+
 test("no healthy member: every member serves (fail open), and it is flagged", () => {
   const down = { state: "unhealthy" as const };
   const f = serviceForwarding(plan({}), states({ a1: down, a2: down, b1: down }), { seed: 1 });

@@ -7,7 +7,8 @@
  * Rules (DESIGN.md "Semantics"; GCP passthrough NLB behaviour):
  *   - a member serves a listener while the health check gating that listener says healthy
  *     (or has not said anything yet: `unknown` counts as healthy, so a fresh LB forwards at
- *     once and the first failed probes take the node out);
+ *     once and the first failed probes take the node out — except a member whose check
+ *     appeared after the LB's first plan, which waits for a verdict: `awaitingVerdict`);
  *   - a check that reads `X-Load-Balancing-Endpoint-Weight` replaces the plan's weight;
  *     weight 0 takes no new connections;
  *   - when no member is healthy, all members serve (GCP's fail-open: better to try than
@@ -25,6 +26,9 @@ export type HealthState = "healthy" | "unhealthy" | "unknown";
 
 export interface MemberHealth {
   readonly state: HealthState;
+  /** unknown, and waiting for a first verdict before it takes connections (a target the
+   * prober took on after its first plan: src/health/state-machine.ts) */
+  readonly awaitingVerdict?: boolean;
   /** the last weight the check reported, when it reads one */
   readonly weight?: number;
   /** why the member is unhealthy when it is not the check itself: `tunnel_check_failed`
@@ -130,7 +134,7 @@ function selectBackends(
   const judged = plan.members.map((m) => {
     const h = check ? health(plan.service, check.id, m.node) : { state: "unknown" as const };
     const weight = check?.readsWeight && h.weight !== undefined ? h.weight : m.weight;
-    return { m, ok: h.state !== "unhealthy", weight };
+    return { m, ok: h.state !== "unhealthy" && h.awaitingVerdict !== true, weight };
   });
   const healthy = judged.filter((j) => j.ok && j.weight > 0);
   const failOpen = healthy.length === 0 && plan.members.length > 0;

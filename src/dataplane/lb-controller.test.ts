@@ -261,6 +261,24 @@ test("a failed transaction is retried as a full sync; invalid input keeps vanish
   assert.match(nft.scripts.at(-1)!, /delete chain inet passlb svc_edge.web_tcp80_4/);
 });
 
+test("degraded input that would move a remaining Service's VIP keeps its last good forwarding", async () => {
+  const nft = new FakeNftApplier();
+  const { c } = controller(nft);
+  await c.start();
+  const both = await snapshotOf("_base", "cluster-ranges/input.yaml");
+  c.setSnapshot(both);
+  await c.syncOnce();
+  const before = await nft.dump("passlb");
+  // edge/dns is handed its VIP first; without it, edge/web would get dns's address
+  const noDns = { ...both, services: both.services.filter((s) => s.metadata.name !== "dns") };
+  c.setSnapshot(noDns, true);
+  assert.deepEqual(await c.syncOnce(), { kind: "ok", mode: "noop", bytes: 0 });
+  assert.deepEqual(await nft.dump("passlb"), before, "both Services as they were");
+  c.setSnapshot(noDns, false);
+  const moved = await c.syncOnce();
+  assert.equal(moved.kind === "ok" && moved.mode !== "noop", true, "valid input: the VIP moves");
+});
+
 test("health back to unknown after unhealthy is a change (the node serves again)", async () => {
   const nft = new FakeNftApplier();
   const health = new FakeHealth();

@@ -54,3 +54,33 @@ test("Services on the same nodes behind the same check share one selection; unch
     if (hasNode) assert.ok(fw.listeners.every((l) => l.backends.every((b) => b.node !== "node-a1")));
   }
 });
+
+test("Services of other address families do not share a selection: health is probed per family", async () => {
+  const snap = await snapshot();
+  const dual = {
+    ...snap,
+    services: snap.services.map((s) =>
+      s.metadata.name === "dns"
+        ? {
+            ...s,
+            spec: {
+              ...s.spec,
+              ipFamilyPolicy: "RequireDualStack" as const,
+              ipFamilies: ["IPv4" as const, "IPv6" as const],
+            },
+          }
+        : s,
+    ),
+  };
+  // as ProberHealth answers: the dual-stack Service also reads the node's IPv6 target,
+  // which fails on node-a1
+  const health: HealthLookup = (service, _c, node) => ({
+    state: service === "edge/dns" && node === "node-a1" ? "unhealthy" : "healthy",
+  });
+  const f = new LbForwardings({ seed: 5, sizeFor: () => 31 });
+  const out = f.update(dual, false, health, 1);
+  const nodes = (service: string) =>
+    out.find((fw) => fw.service === service)!.listeners[0]!.backends.map((b) => b.node);
+  assert.ok(!nodes("edge/dns").includes("node-a1"), "dns: node-a1 out");
+  assert.ok(nodes("edge/web").includes("node-a1"), "web (IPv4 only): node-a1 still serves");
+});

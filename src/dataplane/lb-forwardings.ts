@@ -9,15 +9,18 @@
  *   last pass's object while those members' health reads the same. Under eTP Cluster every
  *   Service sits on the same nodes behind the same kube-proxy check, so a node's health flip
  *   costs one selection and one Maglev table, not one per Service. This relies on health
- *   depending on the check and the node only (ProberHealth probes one target per check
- *   definition and node, shared by every Service that uses it).
+ *   depending on the check, the node and the address families only (ProberHealth probes
+ *   one target per check definition, node and family, shared by every Service that uses
+ *   it): Services of other families do not share (a dual-stack Service whose IPv6 checks
+ *   all failed fails open; an IPv4-only one on the same nodes must not follow it).
  * - A Service's forwarding object is reused while its plan object and selections are; when
  *   the health source's version has not moved since the last pass, a Service whose plan
  *   object is the same is not looked at any further (no health lookups at all), so an
  *   endpoint change costs that Service, not every Service.
  * - Bad input never corrupts what works: a Service whose plan has error-level issues, or
  *   whose forwarding cannot be built, keeps its last good forwarding; while the input is
- *   degraded, Services that vanished from it keep theirs too.
+ *   degraded, Services that vanished from it keep theirs too, and so does a Service whose
+ *   VIPs the degraded input would move (another Service vanishing frees addresses).
  *
  * Does not: render or apply anything (lb-controller.ts owns the pass).
  */
@@ -111,7 +114,9 @@ export class LbForwardings {
       check: HealthCheck | undefined,
       compute: () => BackendSelection,
     ) => {
-      const key = `${this.#memberId(plan)}#${check ? this.#checkKey(check) : "-"}`;
+      // the families too: a check is probed once per family the plan serves, so a
+      // dual-stack Service's health is not an IPv4-only one's on the same nodes
+      const key = `${this.#memberId(plan)}#${plan.ipFamilies.join(",")}#${check ? this.#checkKey(check) : "-"}`;
       const now = selections.get(key);
       if (now) return now.selection;
       const signature = check ? healthSignature(plan, check, health) : "";
@@ -134,6 +139,15 @@ export class LbForwardings {
         continue;
       }
       const error = plan.issues.find((i) => i.severity === "error");
+      if (degraded && last && !sameVips(last.plan, plan)) {
+        // the planner hands out addresses in order: a Service missing from a degraded input
+        // frees its VIP and moves every Service after it. The agents keep their whole last
+        // good state while the input has problems (agent-command.ts), so moving here would
+        // send the VIP's traffic where no node translates it (issue 16, broken manifest)
+        this.#o.onKept?.(plan.service, "input_invalid_vip_moved");
+        forwardings.set(plan.service, last);
+        continue;
+      }
       if (error && last) {
         this.#o.onKept?.(plan.service, error.code);
         forwardings.set(plan.service, last);
@@ -288,4 +302,11 @@ function sameForwarding(a: ServiceForwarding, b: ServiceForwarding): boolean {
 
 function sameMembers(a: LoadBalancerPlan, b: LoadBalancerPlan): boolean {
   return a.members.length === b.members.length && a.members.every((m, i) => m.node === b.members[i]!.node);
+}
+
+/** Whether two plans of a Service have the same VIPs. */
+function sameVips(a: LoadBalancerPlan, b: LoadBalancerPlan): boolean {
+  if (a === b) return true;
+  if (a.vips.length !== b.vips.length) return false;
+  return a.vips.every((v, i) => v.address === b.vips[i]!.address && v.family === b.vips[i]!.family);
 }

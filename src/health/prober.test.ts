@@ -71,6 +71,18 @@ function setup(behave: Parameters<typeof fakeProbe>[1], maxConcurrent = 100, see
 const OK = { outcome: { ok: true, reason: "HTTP 200", weight: 2 }, ms: 5 };
 
 describe("Prober", () => {
+  it("targets of the first plan admit traffic before a verdict; later ones wait for one", async () => {
+    const { clock, prober } = setup(() => OK);
+    prober.setTargets([target(1)]);
+    prober.setTargets([target(1), target(2)]);
+    assert.equal(prober.healthOf(target(1).key)?.admitsBeforeVerdict, true);
+    assert.equal(prober.healthOf(target(2).key)?.admitsBeforeVerdict, false);
+    assert.equal(prober.healthOf(target(2).key)?.state, "unknown");
+    await tick(clock, 1100);
+    assert.equal(prober.healthOf(target(2).key)?.state, "healthy", "the first 200 admits it");
+    await shutdown(clock, prober);
+  });
+
   it("spreads first probes over the interval, the same way for the same seed", async () => {
     const firsts = async (seed: number) => {
       const { clock, prober, records } = setup(() => OK, 100, seed);

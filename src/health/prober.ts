@@ -13,7 +13,8 @@
  *   a second such turn is skipped — probes of one target never overlap.
  * - Bounded concurrency: at most `maxConcurrent` probes in flight; the rest wait in a
  *   FIFO queue and start as slots free up.
- * - `setTargets` reconciles: new targets start `unknown`, removed ones stop (their timer
+ * - `setTargets` reconciles: new targets start `unknown` (admitting traffic only when they
+ *   came with the first call: state-machine.ts), removed ones stop (their timer
  *   is cleared and a late answer is ignored), kept ones keep their state; a changed
  *   interval re-draws the phase.
  * - `close()` clears the timer and waits for in-flight probes (each bounded by its own
@@ -110,6 +111,8 @@ export class Prober {
   #running = 0;
   #idle: (() => void) | undefined;
   #closed = false;
+  /** whether the first plan's targets were taken on (later ones wait for a verdict) */
+  #planned = false;
   /** turns skipped because the previous probe was still running and another turn already waited */
   skipped = 0;
 
@@ -139,7 +142,7 @@ export class Prober {
       } else {
         entry = {
           target,
-          health: initialHealth(now),
+          health: initialHealth(now, !this.#planned),
           generation: 0,
           removed: false,
           inFlight: false,
@@ -150,6 +153,7 @@ export class Prober {
       }
       this.#schedule.push(now + this.#random() * target.intervalMs, { entry, generation: entry.generation });
     }
+    this.#planned = true;
     this.#arm();
   }
 

@@ -9,11 +9,17 @@
  * (specs/azure-probes.md).
  *
  * Decision (docs/health.md): `unknown` admits traffic, like a healthy target, until its
- * first failure streak reaches the unhealthy threshold. A restarted load balancer or a
- * newly planned backend therefore does not drop every connection while the first probes
- * run; the price is that a backend that is dead from the start gets new connections for
- * up to interval × unhealthyThreshold + timeout. The planner already left out nodes that
- * are known to be unfit (deleting, no local endpoints).
+ * first failure streak reaches the unhealthy threshold — for the targets of the prober's
+ * first plan (`admitsBeforeVerdict`). A restarted load balancer therefore does not drop
+ * every connection while the first probes run; the price is that a backend that is dead
+ * from the start gets new connections for up to interval × unhealthyThreshold + timeout.
+ * A target that appears later (a node that gets its first pod of an eTP Local Service, a
+ * node added to the cluster) waits for its first verdict instead: its node may not have
+ * programmed the Service yet, or its pod may not be ready (issue 16, rolling replacement:
+ * 1 % of new connections lost when such a node was admitted at once). Its health server
+ * answers 200 only once it has (kube-proxy: 200 iff localEndpoints ≠ 0, after a sync;
+ * specs/gke-l4.md §4.4). The planner already left out nodes that are known to be unfit
+ * (deleting, no local endpoints).
  *
  * The weight is the last value an answer carried (X-Load-Balancing-Endpoint-Weight);
  * answers without one keep it. Pure: time is an argument.
@@ -44,6 +50,8 @@ export interface TargetHealth {
   /** when the state last changed (or the target was first seen) */
   readonly since: number;
   readonly lastReason: string;
+  /** `unknown` admits traffic (a target of the prober's first plan), or waits for a verdict */
+  readonly admitsBeforeVerdict: boolean;
 }
 
 export interface HealthTransition {
@@ -58,7 +66,7 @@ export interface ProbeStep {
   readonly weightChange: { readonly from: number | undefined; readonly to: number } | undefined;
 }
 
-export function initialHealth(now: number): TargetHealth {
+export function initialHealth(now: number, admitsBeforeVerdict = true): TargetHealth {
   return {
     state: "unknown",
     successes: 0,
@@ -66,12 +74,13 @@ export function initialHealth(now: number): TargetHealth {
     weight: undefined,
     since: now,
     lastReason: "not probed yet",
+    admitsBeforeVerdict,
   };
 }
 
-/** Does a target in this state receive new connections? (unknown does: see above) */
-export function admitsTraffic(state: HealthState): boolean {
-  return state !== "unhealthy";
+/** Does a target in this state receive new connections? (unknown: see above) */
+export function admitsTraffic(state: HealthState, admitsBeforeVerdict = true): boolean {
+  return state === "healthy" || (state === "unknown" && admitsBeforeVerdict);
 }
 
 export function recordProbe(
@@ -102,6 +111,7 @@ export function recordProbe(
       weight,
       since: transition ? now : health.since,
       lastReason: outcome.reason,
+      admitsBeforeVerdict: health.admitsBeforeVerdict,
     },
     transition,
     weightChange:

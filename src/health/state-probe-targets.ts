@@ -198,27 +198,31 @@ export function backendHealth(
       if (!backend.included) continue;
       const addresses = backendAddresses(plan, backend.addresses);
       const checkStates: Record<string, HealthState> = {};
+      const waiting = new Set<string>();
       let weight: number | undefined;
       for (const check of checks) {
         let worst: HealthState = "healthy";
         let seen = false;
+        let awaiting = false;
         for (const { address } of addresses) {
           const h = states.get(
             targetKey({ protocol: check.protocol, address, port: check.port, path: checkPath(check) }),
           );
           const state = h?.state ?? "unknown";
           seen = true;
+          if (state === "unknown" && h?.admitsBeforeVerdict === false) awaiting = true;
           if (WORSE[state] > WORSE[worst]) worst = state;
           if (check.readsWeight && weight === undefined && h?.weight !== undefined) weight = h.weight;
         }
         checkStates[check.id] = seen ? worst : "unknown";
+        if (awaiting) waiting.add(check.id);
       }
       const listeners: Record<string, boolean> = {};
       for (const l of plan.listeners) {
         const key = listenerKey(l);
         listeners[key] = checks
           .filter((c) => c.listeners.includes(key))
-          .every((c) => admitsTraffic(checkStates[c.id] ?? "unknown"));
+          .every((c) => admitsTraffic(checkStates[c.id] ?? "unknown", !waiting.has(c.id)));
       }
       out.push({
         service: plan.service,

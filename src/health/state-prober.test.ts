@@ -160,6 +160,12 @@ describe("backendHealth", () => {
       "unknown admits traffic",
     );
     assert.deepEqual(get("shop/dual", "node-b")?.listeners, { "TCP/8080": false }, "one family down: out");
+    const late = new Map([...states, ["HTTP 192.0.2.11:30100/healthz", initialHealth(0, false)]]);
+    assert.deepEqual(
+      backendHealth(plans, late).find((r) => r.service === "shop/web" && r.node === "node-a")?.listeners,
+      { "TCP/80": false, "UDP/53": false },
+      "a target that came after the first plan waits for a verdict",
+    );
     assert.equal(get("shop/dual", "node-a")?.weight, 1, "no weight-reading check: the planned weight");
   });
 

@@ -10,7 +10,8 @@
  *           `started` is the wall-clock start (ms since the epoch), to place a fault;
  *   hold    --connections long-lived TCP connections, each sending a line every
  *           --interval ms for --duration ms and checking the echo: which pod each one
- *           was on and whether it failed (reset, an echo 2 s late, a wrong echo);
+ *           was on, whether it failed (reset, an echo 2 s late, a wrong echo) and when
+ *           it ended (`at`, wall-clock ms);
  *   udp-pin one UDP socket bound to --source-port, a datagram every --interval ms for
  *           --duration ms (a resolver's or syslog client's fixed 5-tuple): when each answer
  *           came (wall-clock ms, to compare with the test's own clock) and from which pod.
@@ -197,7 +198,14 @@ async function hold(host: string, port: number): Promise<object> {
         if (ticker) clearInterval(ticker);
         clearTimeout(stopper);
         sock.destroy();
-        resolve({ pod: greeting?.pod, node: greeting?.node, ok: error === undefined, error, pings });
+        resolve({
+          pod: greeting?.pod,
+          node: greeting?.node,
+          ok: error === undefined,
+          error,
+          pings,
+          at: Date.now(),
+        });
       };
       // At the end, stop pinging and give the last ping its interval to come back.
       let stopping = false;

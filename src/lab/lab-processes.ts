@@ -18,6 +18,8 @@ export interface LabProcess {
   readonly log: string;
   /** what runs after `ip netns exec NS node` */
   readonly args: readonly string[];
+  /** environment added to the lab's own (a test's LD_PRELOAD, say); kept across restarts */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export function startLabProcess(
@@ -26,6 +28,7 @@ export function startLabProcess(
   role: LabProcess["role"],
   host: Pick<LabHost, "name" | "ns">,
   args: readonly string[],
+  env?: Readonly<Record<string, string>>,
 ): LabProcess {
   const logPath = join(stateDir, "logs", `${host.name}.${role}.log`);
   const fd = openSync(logPath, "a");
@@ -33,6 +36,7 @@ export function startLabProcess(
     cwd: repoRoot,
     detached: true,
     stdio: ["ignore", fd, fd],
+    ...(env && { env: { ...process.env, ...env } }),
   });
   closeSync(fd);
   child.unref();
@@ -40,7 +44,7 @@ export function startLabProcess(
   // from being an unhandled event that ends the process
   child.on("error", () => {});
   if (child.pid === undefined) throw new Error(`could not start ${role} in ${host.ns}`);
-  return { role, host: host.name, pid: child.pid, log: logPath, args };
+  return { role, host: host.name, pid: child.pid, log: logPath, args, ...(env && { env }) };
 }
 
 /** an echo server on the pod's ports; `script` is how to run echo-server (lab-scripts.ts) */

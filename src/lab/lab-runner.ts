@@ -149,13 +149,20 @@ export async function labUp(topologyPath: string, options: LabOptions): Promise<
 
 /**
  * Stops one of the lab's processes (SIGTERM, then SIGKILL after 3 s) and, unless `stopOnly`,
- * starts it again with the same arguments. Returns the process as it is now.
+ * starts it again with the same arguments (and environment, unless `env` replaces it).
+ * Returns the process as it is now.
  */
 export async function labRestart(
   state: LabState,
   role: LabProcess["role"],
   host: string,
-  options: { stopOnly?: boolean; repoRoot: string; signal?: "SIGTERM" | "SIGKILL" },
+  options: {
+    stopOnly?: boolean;
+    repoRoot: string;
+    signal?: "SIGTERM" | "SIGKILL";
+    /** the restarted process's added environment (default: the old one's) */
+    env?: Readonly<Record<string, string>>;
+  },
 ): Promise<LabProcess> {
   const index = state.processes.findIndex((p) => p.role === role && p.host === host);
   const old = state.processes[index];
@@ -166,8 +173,9 @@ export async function labRestart(
   if (alive(old.pid)) signal(old.pid, "SIGKILL");
   if (options.stopOnly) return old;
   const ns = `${state.layout.prefix}${host}`;
-  const child = startLabProcess(state.stateDir, options.repoRoot, role, { name: host, ns }, old.args);
-  const next: LabProcess = { ...old, pid: child.pid };
+  const env = options.env ?? old.env;
+  const child = startLabProcess(state.stateDir, options.repoRoot, role, { name: host, ns }, old.args, env);
+  const next: LabProcess = { ...child, role: old.role, host: old.host };
   (state.processes as LabProcess[])[index] = next;
   writeFileSync(join(state.stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
   return next;

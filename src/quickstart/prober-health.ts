@@ -67,6 +67,7 @@ export class ProberHealth {
     if (!keys) return { state: "unknown" };
     let worst: MemberHealth = { state: "healthy" };
     let tunnelFailed = false;
+    let awaiting = false;
     for (const k of keys) {
       const h = this.#prober.healthOf(k);
       const state = h?.state ?? "unknown";
@@ -75,8 +76,10 @@ export class ProberHealth {
         worst = h?.weight === undefined ? { state } : { state, weight: h.weight };
       else if (worst.weight === undefined && h?.weight !== undefined)
         worst = { state: worst.state, weight: h.weight };
+      if (state === "unknown" && h?.admitsBeforeVerdict === false) awaiting = true;
     }
-    return tunnelFailed ? { ...worst, state: "unhealthy", reason: TUNNEL_CHECK_FAILED } : worst;
+    if (tunnelFailed) return { ...worst, state: "unhealthy", reason: TUNNEL_CHECK_FAILED };
+    return awaiting && worst.state === "unknown" ? { ...worst, awaitingVerdict: true } : worst;
   };
 
   /** the node addresses with a tunnel check (both families), sorted */

@@ -18,26 +18,12 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { labUnavailable, sleep, startLab } from "./lab-harness.ts";
+import { underLoad as runUnderLoad } from "./under-load.ts";
 
 const TOPOLOGY = "test/fixtures/lab/e2e/topology.yaml";
 const DRIFT_MS = 5000; // passlb lb's default --drift-check-ms
 const BOUND_MS = DRIFT_MS + 1000;
 const why = labUnavailable();
-
-interface StreamEvent {
-  readonly t: number;
-  readonly ok: boolean;
-  readonly node?: string;
-  readonly error?: string;
-}
-interface Stream {
-  readonly started: number;
-  readonly events: readonly StreamEvent[];
-}
-interface Held {
-  readonly started: number;
-  readonly connections: readonly { ok: boolean; error?: string; node?: string; pings: number }[];
-}
 
 test("faults on the LB host under load: drift repaired within one interval, restarts lose nothing", {
   timeout: 300_000,
@@ -49,76 +35,17 @@ test("faults on the LB host under load: drift repaired within one interval, rest
   const nftLb = (...args: string[]) => lab.exec("lb", ["nft", ...args]);
   const ipLb = (...args: string[]) => lab.exec("lb", ["ip", ...args]);
 
-  /** Both VIPs answer (the previous case's repair, the prober, the agents have settled). */
-  async function serving(): Promise<void> {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const a = await lab.client("client-a", [
-        "--target",
-        `${cluster}:81`,
-        "--count",
-        "30",
-        "--timeout",
-        "1000",
-      ]);
-      const b = await lab.client("client-b", [
-        "--target",
-        `${local}:80`,
-        "--count",
-        "30",
-        "--timeout",
-        "1000",
-      ]);
-      if (a.failed === 0 && b.failed === 0) return;
-      assert.ok(
-        Date.now() < deadline,
-        `the VIPs do not serve before the fault: ${JSON.stringify([a.errors, b.errors])}`,
-      );
-      await sleep(500);
-    }
-  }
-
-  /** Runs both clients for `ms`, applies `fault` 2.5 s in, and returns what they saw. */
-  async function underLoad(ms: number, fault: () => Promise<void> | void) {
-    await serving();
-    const stream = lab.client("client-a", [
-      "--mode",
-      "stream",
-      "--target",
-      `${cluster}:81`,
-      "--duration",
-      String(ms),
-      "--interval",
-      "20",
-      "--timeout",
-      "1000",
-    ]) as unknown as Promise<Stream>;
-    const held = lab.client("client-b", [
-      "--mode",
-      "hold",
-      "--target",
-      `${local}:80`,
-      "--connections",
-      "12",
-      "--duration",
-      String(ms),
-      "--interval",
-      "100",
-    ]) as unknown as Promise<Held>;
-    await sleep(2500); // both clients are up and connected (tsx start included)
-    const faultAt = Date.now();
-    await fault();
-    const s = await stream;
-    const h = await held;
-    const at = (e: StreamEvent) => s.started + e.t;
-    const before = s.events.filter((e) => at(e) < faultAt);
-    const failed = s.events.filter((e) => !e.ok);
-    const lastFailed = failed.length > 0 ? Math.max(...failed.map(at)) - faultAt : undefined;
-    const broken = h.connections.filter((c) => !c.ok);
-    const errors: Record<string, number> = {};
-    for (const e of failed) errors[e.error ?? "?"] = (errors[e.error ?? "?"] ?? 0) + 1;
-    return { s, h, faultAt, before, failed, lastFailed, broken, errors };
-  }
+  /** Both clients for `ms` (new connections to the Cluster VIP, long-lived ones to the Local one), `fault` 2.5 s in. */
+  const underLoad = (ms: number, fault: () => Promise<void> | void) =>
+    runUnderLoad(
+      lab,
+      {
+        stream: { client: "client-a", target: `${cluster}:81` },
+        hold: { client: "client-b", target: `${local}:80` },
+      },
+      ms,
+      fault,
+    );
 
   /** the LB's log lines since a byte offset that tell what repaired what */
   const lbLog = () => readFileSync(lab.state.processes.find((p) => p.role === "lb")!.log, "utf8");
@@ -175,10 +102,10 @@ test("faults on the LB host under load: drift repaired within one interval, rest
       assert.ok(r.before.length >= 20, `${what}: only ${r.before.length} connections before the fault`);
       assert.deepEqual(failedBefore, [], `${what}: connections failed before the fault`);
       assert.ok(r.failed.length > 0, `${what}: the fault had no effect (the test would prove nothing)`);
-      const after = r.s.events.filter((e) => r.s.started + e.t > r.faultAt + BOUND_MS);
+      const after = r.after(BOUND_MS);
       assert.ok(after.length > 100, `${what}: only ${after.length} connections after the bound`);
       assert.deepEqual(
-        after.filter((e) => !e.ok).map((e) => ({ ...e, sinceFault: r.s.started + e.t - r.faultAt })),
+        after.filter((e) => !e.ok).map((e) => ({ ...e, sinceFault: r.sinceFault(e) })),
         [],
         `${what}: new connections still failed later than the bound (${BOUND_MS} ms after the fault)`,
       );

@@ -115,14 +115,16 @@ export class Lab {
     await this.syncAgents();
   }
 
-  /** Restarts (or only stops) the LB or a node's agent; SIGTERM first unless told SIGKILL. */
+  /** Restarts (or only stops) the LB, a node's agent or a pod's echo server; SIGTERM first
+   * unless told SIGKILL; `env` is added to the restarted process's environment. */
   restart(
     role: LabProcess["role"],
     host: string,
     stopOnly = false,
     signal: "SIGTERM" | "SIGKILL" = "SIGTERM",
+    env?: Readonly<Record<string, string>>,
   ): Promise<LabProcess> {
-    return labRestart(this.state, role, host, { repoRoot: REPO_ROOT, stopOnly, signal });
+    return labRestart(this.state, role, host, { repoRoot: REPO_ROOT, stopOnly, signal, ...(env && { env }) });
   }
 
   /** Runs a command in a lab host's namespace (`ip netns exec`); throws with its stderr. */
