@@ -43,14 +43,21 @@ import { addObservabilityOptions, type ObservabilityFlags, startObservability } 
 
 const DEBOUNCE_MS = 200;
 
-/** `host:port`, `[v6]:port` or `:port` (every address), as kube-proxy takes them. */
+/**
+ * `host:port`, `[v6]:port` or `:port` (every address), as kube-proxy takes them. `0.0.0.0`
+ * means every address of both families, as it does for kube-proxy: Go's `net.Listen("tcp",
+ * "0.0.0.0:10256")` listens on "all available unicast and anycast IP addresses of the local
+ * system" (pkg/net Listen docs; only "tcp4" is IPv4-only), so an LB probing a dual-stack
+ * node's IPv6 address reaches kube-proxy's default healthz. Node's `listen()` without a host
+ * does the same (`::` with IPv4-mapped addresses, or 0.0.0.0 where IPv6 is absent).
+ */
 export function parseBindAddress(text: string): BindAddress | undefined {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
   if (!m) return undefined;
   const port = Number(m[3]);
   if (port > 65535) return undefined;
   const host = m[1] ?? m[2] ?? "";
-  if (host === "") return { host: undefined, port };
+  if (host === "" || host === "0.0.0.0") return { host: undefined, port };
   if (canonicalIp(host) === undefined) return undefined;
   return { host, port };
 }

@@ -25,7 +25,8 @@ async function eventually<T>(probe: () => Promise<T>, ok: (value: T) => boolean,
 const status = (port: number) => () => httpGet(SERVICE_HOST, port).then((a) => a.status);
 
 it("parses bind addresses as kube-proxy takes them", () => {
-  assert.deepEqual(parseBindAddress("0.0.0.0:10256"), { host: "0.0.0.0", port: 10256 });
+  // 0.0.0.0 is every address of both families, as Go's net.Listen("tcp") makes it for kube-proxy
+  assert.deepEqual(parseBindAddress("0.0.0.0:10256"), { host: undefined, port: 10256 });
   assert.deepEqual(parseBindAddress("[::1]:10256"), { host: "::1", port: 10256 });
   assert.deepEqual(parseBindAddress(":10256"), { host: undefined, port: 10256 });
   assert.equal(parseBindAddress("10256"), undefined);
@@ -53,7 +54,7 @@ it("serves the folder, follows edits and stops on the signal", async () => {
   );
   const running = program.parseAsync([
     ...["node", "passlb", "agent", "--node", "node-a", "--manifests", dir],
-    ...["--healthz-bind-address", `127.0.0.1:${healthzPort}`, "--bind-address", SERVICE_HOST],
+    ...["--healthz-bind-address", `0.0.0.0:${healthzPort}`, "--bind-address", SERVICE_HOST],
     ...["--dashboard-address", "127.0.0.1:0"],
   ]);
   after(() => stop.abort());
@@ -63,6 +64,8 @@ it("serves the folder, follows edits and stops on the signal", async () => {
     (a) => a.status === 200,
   );
   assert.equal(healthz.status, 200);
+  // 0.0.0.0 serves IPv6 too, as kube-proxy's Go listener does: an LB probing the node's IPv6 address gets it
+  assert.equal((await httpGet("::1", healthzPort, "/healthz")).status, 200);
   assert.match(stderr.join(""), /"reason":"health_check_node_port_missing".*"service":"shop\/no-port"/);
   assert.equal(await status(30100)(), 200);
   assert.equal(await status(30101)(), 503);
