@@ -275,7 +275,7 @@ export async function probeCase(
   const timed = async (via: string, p: () => Promise<{ ok: boolean; reason: string }>) => {
     const t = performance.now();
     const o = await p();
-    return { via, ok: o.ok, reason: o.reason, ms: performance.now() - t };
+    return { via, ok: o.ok, reason: o.reason, at: t, ms: performance.now() - t };
   };
   const kept = async () => [
     await timed("kept#1", () => conns.probe({ ...req, key })),
