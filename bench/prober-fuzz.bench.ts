@@ -55,7 +55,7 @@ const lagDuring = (from: number, to: number) => {
     if (lag[i]![0] <= to + 50) m = Math.max(m, lag[i]![1]);
   return m;
 };
-const explained = 0;
+let explained = 0;
 process.on("uncaughtException", (e) => crashes.push(`uncaught: ${e.stack ?? e.message}`));
 process.on("unhandledRejection", (e) => crashes.push(`unhandled rejection: ${String(e)}`));
 let left = 0;
