@@ -60,6 +60,8 @@ export interface SoakFigures {
   readonly connections: number;
   readonly failed: number;
   readonly failedOutsideFlaps: number;
+  /** the failures outside a flap window: seconds since the link last came up (or "before") → error → count */
+  readonly outsideBySecondsAfterUp: Record<string, Record<string, number>>;
   readonly errors: Record<string, number>;
   readonly processes: readonly ProcessFigures[];
   readonly samples: number;
@@ -400,6 +402,10 @@ export async function runSoak(lab: Lab, seconds: number, log: (line: string) => 
     connections: events.length,
     failed: failed.length,
     failedOutsideFlaps: failed.filter((e) => !inFlap(e.at)).length,
+    outsideBySecondsAfterUp: byTimeAfterUp(
+      failed.filter((e) => !inFlap(e.at)),
+      flapWindows,
+    ),
     errors,
     processes,
     samples: samples.get(name(lbProc))?.length ?? 0,
@@ -409,6 +415,23 @@ export async function runSoak(lab: Lab, seconds: number, log: (line: string) => 
     nodesStateBack,
     lbElements: elementCount(lbBefore),
   };
+}
+
+function byTimeAfterUp(
+  failed: readonly { at: number; error?: string }[],
+  flaps: readonly (readonly [number, number])[],
+): Record<string, Record<string, number>> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const e of failed) {
+    const ups = flaps.map(([, u]) => u).filter((u) => u <= e.at);
+    const key =
+      ups.length === 0
+        ? "before the first flap"
+        : `${Math.floor((e.at - Math.max(...ups)) / 1000)} s after up`;
+    const bucket = (out[key] ??= {});
+    bucket[e.error ?? "?"] = (bucket[e.error ?? "?"] ?? 0) + 1;
+  }
+  return out;
 }
 
 /** The bounds of issue 16 §4, as messages (empty: all met). */
@@ -444,7 +467,7 @@ export function soakTable(f: SoakFigures): string {
     ["node flaps", String(f.flaps)],
     [
       "new connections",
-      `${f.connections} (${(f.connections / f.seconds).toFixed(0)}/s); failed ${f.failed}, of them outside a flap window ${f.failedOutsideFlaps} ${JSON.stringify(f.errors)}`,
+      `${f.connections} (${(f.connections / f.seconds).toFixed(0)}/s); failed ${f.failed} ${JSON.stringify(f.errors)}, of them outside a flap window ${f.failedOutsideFlaps}${f.failedOutsideFlaps > 0 ? ` ${JSON.stringify(f.outsideBySecondsAfterUp)}` : ""}`,
     ],
     ...f.processes.map((p) => [
       `${p.name}: RSS / fds, first → last quarter (median)`,
