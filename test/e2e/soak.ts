@@ -428,7 +428,8 @@ function byTimeAfterUp(
       ups.length === 0
         ? "before the first flap"
         : `${Math.floor((e.at - Math.max(...ups)) / 1000)} s after up`;
-    const bucket = (out[key] ??= {});
+    out[key] ??= {};
+    const bucket = out[key];
     bucket[e.error ?? "?"] = (bucket[e.error ?? "?"] ?? 0) + 1;
   }
   return out;
