@@ -18,6 +18,8 @@ export const ERROR_CODES = {
   api_unreachable: "the Kubernetes API server could not be reached",
   api_config_invalid: "the kubeconfig or in-cluster configuration could not be loaded",
   api_request_failed: "the Kubernetes API server answered a request with an error status",
+  api_answer_invalid:
+    "the Kubernetes API server's answer to a list is not usable (not JSON, or a field of the wrong type)",
   announce_failed: "ip refused a VIP address or routing-rule change for the L2 announcement",
   api_conflict: "the API server refused a write: the object changed since it was read (409)",
   api_not_found: "the object the API call named does not exist (404)",

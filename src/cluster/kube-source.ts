@@ -12,7 +12,9 @@
  * - The first read waits until every resource has been listed once.
  * - Decoded at the boundary by our schemas (k8s/decode.ts, one object at a time): an
  *   object that fails is left out and reported (`Service ns/name: field: message`) in the
- *   read's `problems`; the others are unaffected.
+ *   read's `problems`; the others are unaffected. So is an object of another kind than
+ *   its collection serves, and every list item or watch event the reflector could not
+ *   store (`Service list item 3: metadata.name is a number, not a string; left out`).
  * - Unchanged objects keep their decoded identity and unchanged kinds their array, so the
  *   planner's memo (object identity) re-plans only what changed.
  * - API server away: the reflectors back off and retry; no read is produced, so the
@@ -264,6 +266,7 @@ export class KubeSnapshotSource implements SnapshotSource {
       const cache = this.#caches.get(name)!;
       if (cache.version !== reflector.version) this.#refresh(name, reflector, cache);
       for (const d of cache.byKey.values()) problems.push(...d.problems);
+      for (const r of reflector.rejects) problems.push(`${KUBE_RESOURCES[name].kind} ${r}`);
       const field = KUBE_RESOURCES[name].snapshotField;
       if (field) fields[field] = cache.objects;
     }
@@ -340,6 +343,21 @@ function decodeOne(name: KubeResourceName, raw: RawObject): Decoded {
     return { raw, object: undefined, problems: decoded.problems.map(describe) };
   const field = KUBE_RESOURCES[name].snapshotField!;
   const object = (decoded.snapshot[field] as readonly unknown[])[0];
+  if (object === undefined) {
+    // the collection answered with another kind (or apiVersion) than it serves: a broken
+    // server or proxy; before, such an object vanished without a word
+    const info = KUBE_RESOURCES[name];
+    const where = raw.metadata.namespace
+      ? `${raw.metadata.namespace}/${raw.metadata.name}`
+      : raw.metadata.name;
+    return {
+      raw,
+      object: undefined,
+      problems: [
+        `${info.kind} ${where}: kind: ${JSON.stringify(raw.kind).slice(0, 80)} (apiVersion ${JSON.stringify(raw.apiVersion).slice(0, 80)}) is not a ${info.kind} (${info.apiVersion}); left out`,
+      ],
+    };
+  }
   return { raw, object, problems: [] };
 }
 

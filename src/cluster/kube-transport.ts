@@ -64,15 +64,7 @@ export function clientNodeTransport(config: KubeConfig): KubeTransport {
         // credentials per request: exec plugins and token files may have refreshed meanwhile
         const opts: RequestOptions & { headers?: Record<string, string> } = { headers: {} };
         await config.applyToHTTPSOptions(opts);
-        const list = JSON.parse(await get(url, opts)) as {
-          items?: unknown[];
-          metadata?: { resourceVersion?: string; continue?: string };
-        };
-        return {
-          items: list.items ?? [],
-          resourceVersion: list.metadata?.resourceVersion ?? "",
-          continue: list.metadata?.continue ?? "",
-        };
+        return listPage(await get(url, opts), url.pathname);
       }, options.limit ?? DEFAULT_PAGE_SIZE);
     },
     async watch(path, params, onEvent, onDone) {
@@ -85,6 +77,55 @@ export function clientNodeTransport(config: KubeConfig): KubeTransport {
       return { abort: () => ctrl.abort() };
     },
   };
+}
+
+/**
+ * A list answer's page, checked before use: JSON, an object, `items` an array (null or
+ * absent: none, as Go encodes a nil slice), `metadata.resourceVersion` and
+ * `metadata.continue` strings when present (Kubernetes API concepts, ListMeta). Anything
+ * else is an `api_answer_invalid` error, so the reflector keeps its store and retries —
+ * before, `items: "abc"` was spread into characters and emptied the store, and a number
+ * or object in resourceVersion went on into the watch request.
+ */
+export function listPage(text: string, path: string): ListPage {
+  const bad = (why: string) =>
+    new PasslbError("api_answer_invalid", `GET ${path}: the list answer is not usable: ${why}`, {
+      details: { path },
+    });
+  let list: unknown;
+  try {
+    list = JSON.parse(text);
+  } catch (e) {
+    throw bad(`not JSON (${e instanceof Error ? e.message : String(e)}; ${text.length} bytes)`);
+  }
+  if (typeof list !== "object" || list === null || Array.isArray(list))
+    throw bad(`${typeOf(list)}, not an object`);
+  const { items, metadata } = list as { items?: unknown; metadata?: unknown };
+  if (items !== undefined && items !== null && !Array.isArray(items))
+    throw bad(`items is ${typeOf(items)}, not an array`);
+  if (
+    metadata !== undefined &&
+    metadata !== null &&
+    (typeof metadata !== "object" || Array.isArray(metadata))
+  )
+    throw bad(`metadata is ${typeOf(metadata)}, not an object`);
+  const meta = (metadata ?? {}) as { resourceVersion?: unknown; continue?: unknown };
+  for (const field of ["resourceVersion", "continue"] as const) {
+    const v = meta[field];
+    if (v !== undefined && v !== null && typeof v !== "string")
+      throw bad(`metadata.${field} is ${typeOf(v)}, not a string`);
+  }
+  return {
+    items: (items as unknown[] | null | undefined) ?? [],
+    resourceVersion: (meta.resourceVersion as string | null | undefined) ?? "",
+    continue: (meta.continue as string | null | undefined) ?? "",
+  };
+}
+
+function typeOf(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
 }
 
 function get(url: URL, opts: RequestOptions): Promise<string> {

@@ -20,6 +20,10 @@
  *   server that closes every watch at once is not hammered.
  * - A watch still open well past the timeout it asked for (a peer gone without a FIN or
  *   RST: the server would have closed it) is aborted and counts as a failure.
+ * - An item or event object that cannot be stored — not an object, no string
+ *   `metadata.name`, a `metadata.namespace` that is not a string — is left out and kept in
+ *   `rejects` (with its position and the field) until the next list, for the source to
+ *   report; it never reaches the store's keys.
  * Time and randomness come in (Clock, random) so tests drive the backoff.
  *
  * Deliberately not: decoding (kube-source.ts decodes), debouncing (the source does),
@@ -76,6 +80,8 @@ export interface RawObject {
 }
 
 const QUICK_CLOSE_MS = 1000;
+/** the most unusable items/events kept for reporting between two lists */
+const MAX_REJECTS = 20;
 /** how long past its own timeoutSeconds a silent watch is given before it is abandoned */
 const WATCHDOG_GRACE_MS = 30_000;
 
@@ -99,6 +105,7 @@ export class ResourceReflector {
   #watchdog: TimerHandle | undefined;
   #stopped = true;
   #state: WatchState = "stopped";
+  #rejects: string[] = [];
 
   constructor(options: ReflectorOptions) {
     this.#o = options;
@@ -129,6 +136,11 @@ export class ResourceReflector {
   /** the current objects by `namespace/name` (`/name` for cluster-scoped ones) */
   get objects(): ReadonlyMap<string, RawObject> {
     return this.#store;
+  }
+
+  /** list items and watch events left out since the last list, each with where and why */
+  get rejects(): readonly string[] {
+    return this.#rejects;
   }
 
   start(): void {
@@ -208,11 +220,15 @@ export class ResourceReflector {
 
   #replace(items: readonly unknown[]): void {
     const next = new Map<string, RawObject>();
-    for (const item of items) {
+    const rejects: string[] = [];
+    for (const [i, item] of items.entries()) {
       const obj = this.#normalise(item);
-      if (obj) next.set(keyOf(obj), obj);
+      if (typeof obj === "string") addReject(rejects, `list item ${i}: ${obj}; left out`);
+      else next.set(keyOf(obj), obj);
     }
-    let changed = !this.#synced || next.size !== this.#store.size;
+    let changed =
+      !this.#synced || next.size !== this.#store.size || rejects.join("\n") !== this.#rejects.join("\n");
+    this.#rejects = rejects;
     if (!changed)
       for (const [k, v] of next) {
         const old = this.#store.get(k);
@@ -233,10 +249,18 @@ export class ResourceReflector {
     this.#o.onChange();
   }
 
-  #normalise(item: unknown): RawObject | undefined {
-    if (typeof item !== "object" || item === null) return undefined;
-    const o = item as { metadata?: { name?: unknown }; kind?: unknown; apiVersion?: unknown };
-    if (typeof o.metadata?.name !== "string") return undefined;
+  /** The object as stored, or why it cannot be (it has no usable key). */
+  #normalise(item: unknown): RawObject | string {
+    if (typeof item !== "object" || item === null || Array.isArray(item))
+      return `${typeName(item)}, not an object`;
+    const o = item as { metadata?: unknown; kind?: unknown; apiVersion?: unknown };
+    const meta = o.metadata as { name?: unknown; namespace?: unknown } | null | undefined;
+    if (typeof meta !== "object" || meta === null || Array.isArray(meta))
+      return `metadata is ${typeName(meta)}, not an object`;
+    if (typeof meta.name !== "string") return `metadata.name is ${typeName(meta.name)}, not a string`;
+    const ns = meta.namespace;
+    if (ns !== undefined && ns !== null && typeof ns !== "string")
+      return `${JSON.stringify(meta.name).slice(0, 80)}: metadata.namespace is ${typeName(ns)}, not a string`;
     return {
       ...(item as object),
       kind: typeof o.kind === "string" ? o.kind : this.#o.kind,
@@ -254,8 +278,24 @@ export class ResourceReflector {
     const onEvent = (type: string, object: unknown) => {
       if (generation !== this.#generation) return;
       events++;
-      const obj = type === "ERROR" ? undefined : this.#normalise(object);
-      const rv = obj?.metadata.resourceVersion;
+      const normalised =
+        type === "ADDED" || type === "MODIFIED" || type === "DELETED" ? this.#normalise(object) : undefined;
+      if (typeof normalised === "string") {
+        addReject(this.#rejects, `watch event ${type}: ${normalised}; ignored`);
+        this.#changed();
+        return;
+      }
+      const obj = normalised;
+      // a BOOKMARK's object is of the resource's kind with only metadata.resourceVersion
+      // (Kubernetes API concepts, "Watch bookmarks"): one without a kind is not one; a
+      // version that is not a non-empty string is not one to resume from
+      const bookmark = object as { kind?: unknown; metadata?: { resourceVersion?: unknown } } | null;
+      const rv =
+        type === "BOOKMARK"
+          ? typeof bookmark?.kind === "string"
+            ? bookmark.metadata?.resourceVersion
+            : undefined
+          : obj?.metadata.resourceVersion;
       switch (type) {
         case "ADDED":
         case "MODIFIED":
@@ -270,18 +310,24 @@ export class ResourceReflector {
         case "BOOKMARK":
           break;
         case "ERROR": {
-          const status = object as { code?: number; reason?: string; message?: string };
-          if (status?.code === 410) expired = true;
+          // a metav1.Status; whatever its fields hold, the text is built without calling
+          // into them (an own `toString` key made the template literal throw)
+          const status = (typeof object === "object" && object !== null ? object : {}) as {
+            code?: unknown;
+            reason?: unknown;
+            message?: unknown;
+          };
+          if (status.code === 410) expired = true;
           else {
-            failure = `watch error ${status?.code ?? "?"} ${status?.reason ?? ""}: ${status?.message ?? ""}`;
-            failureStatus = typeof status?.code === "number" ? status.code : undefined;
+            failure = `watch error ${plain(status.code, "?")} ${plain(status.reason, "")}: ${plain(status.message, "")}`;
+            failureStatus = typeof status.code === "number" ? status.code : undefined;
           }
           return;
         }
         default:
           return;
       }
-      if (rv) this.#rv = rv;
+      if (typeof rv === "string" && rv !== "") this.#rv = rv;
     };
     const onDone = (err: unknown) => {
       if (done) return;
@@ -334,6 +380,26 @@ export class ResourceReflector {
         (e) => onDone(e ?? new Error("watch failed")),
       );
   }
+}
+
+function addReject(rejects: string[], text: string): void {
+  if (rejects.length < MAX_REJECTS) rejects.push(text);
+  else if (rejects.length === MAX_REJECTS) rejects.push("more items or events left out");
+}
+
+/** a Status field as text: strings and numbers as they are, anything else as JSON, short */
+function plain(v: unknown, absent: string): string {
+  if (v === undefined || v === null) return absent;
+  if (typeof v === "string") return v.slice(0, 500);
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  return (JSON.stringify(v) ?? "").slice(0, 200);
+}
+
+function typeName(v: unknown): string {
+  if (v === undefined) return "missing";
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
 }
 
 function keyOf(obj: RawObject): string {

@@ -14,16 +14,16 @@
  * reuse is off, go through probeOnce (a new connection each time).
  *
  * `forget(key)` and `close()` destroy connections at once; nothing stays open after
- * close(). What counts as success is probe-once.ts's `parseHead`.
+ * close(). What counts as success is probe-once.ts's `completeHeadVerdict`.
  */
 import { type Socket, connect as tcpConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import {
   afterDeadline,
   CLOSED_EARLY,
+  completeHeadVerdict,
   errorReason,
   type ProbeRequest,
-  parseHead,
   partialHeadVerdict,
   probeOnce,
   requestText,
@@ -178,10 +178,11 @@ export class ProbeConnections {
       return;
     }
     const head = conn.buf.slice(0, end + 2);
-    const outcome = parseHead(head, p.req.readsWeight);
+    const outcome = completeHeadVerdict(conn.buf, end, p.req.readsWeight);
     const length = CONTENT_LENGTH.exec(head);
     const keep =
       outcome.reason !== "not an HTTP response" &&
+      outcome.reason !== "response head too large" &&
       head.startsWith("HTTP/1.1 ") &&
       length !== null &&
       !CONN_CLOSE.test(head) &&

@@ -72,6 +72,15 @@ export function afterDeadline(fn: () => void, ms: number): ReturnType<typeof set
   return setTimeout(() => setImmediate(fn), ms);
 }
 
+/** The verdict on a head that ended at `end` (the index of its empty line's CRLFCRLF): a
+ * head longer than MAX_HEAD_BYTES is garbage however the bytes were cut into segments
+ * (before, one that arrived in a single read was parsed, the same bytes in two reads were
+ * "too large": the verdict depended on TCP segmentation). */
+export function completeHeadVerdict(buffered: string, end: number, readsWeight: boolean): ProbeOutcome {
+  if (end + 4 > MAX_HEAD_BYTES) return { ok: false, reason: "response head too large" };
+  return parseHead(buffered.slice(0, end + 2), readsWeight);
+}
+
 /** Reads status and weight from a complete response head (through the last header's CRLF). */
 export function parseHead(head: string, readsWeight: boolean): ProbeOutcome {
   const firstLine = head.slice(0, head.indexOf("\r\n"));
@@ -124,7 +133,7 @@ export function probeOnce(req: ProbeRequest): Promise<ProbeOutcome> {
     socket.on("data", (chunk: string) => {
       head += chunk;
       const end = head.indexOf("\r\n\r\n");
-      if (end >= 0) return finish(parseHead(head.slice(0, end + 2), req.readsWeight));
+      if (end >= 0) return finish(completeHeadVerdict(head, end, req.readsWeight));
       const verdict = partialHeadVerdict(head);
       if (verdict) finish(verdict);
     });

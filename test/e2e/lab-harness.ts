@@ -109,10 +109,15 @@ export class Lab {
 
   /** Rewrites the topology (pods' readiness, termination, …) and the manifests. */
   async update(change: (t: Topology) => Topology): Promise<void> {
+    await this.write(change);
+    await this.syncAgents();
+  }
+
+  /** As update, without waiting for the agents (a churn driver writes many times a second). */
+  async write(change: (t: Topology) => Topology): Promise<void> {
     const next = change(structuredClone(this.topology));
     Object.assign(this, { topology: next });
     await writeLabManifests(next, this.#baseDir, this.state.manifestsDir);
-    await this.syncAgents();
   }
 
   /** Restarts (or only stops) the LB, a node's agent or a pod's echo server; SIGTERM first
