@@ -9,6 +9,8 @@
  *     node, the node's agent DNATs it to the pod (eTP Local);
  * each counted at the pod (the rate) and, in separate runs, at the node's ingress (the LB
  * host's work only), plus a run counted at the LB host's own ingress (the generator alone).
+ * The two runs compared (plain and VIP at one counting point) go back to back, their order
+ * swapped every round.
  *
  * Packet rate: packets counted ÷ the generator's run time. CPU per packet: every packet's
  * whole path runs in softirq on the CPU that sends it (veth hands each packet to the next
@@ -174,7 +176,12 @@ async function main(): Promise<void> {
     );
     const timeFile = join(state.stateDir, "trafgen.time");
     for (let r = 0; r < ROUNDS; r++) {
-      const order = runs.map((_, i) => runs[(i + r) % runs.length]!);
+      // the pairs that are compared (plain and VIP at one counting point) run back to back,
+      // their order swapped every round; the pairs and the generator-only run rotate
+      const groups = [[runs[0]!, runs[1]!], [runs[2]!, runs[3]!], [runs[4]!]].map((g) =>
+        r % 2 === 0 ? g : [...g].reverse(),
+      );
+      const order = groups.flatMap((_, i) => groups[(i + r) % groups.length]!);
       const load = loadavg()[0]!.toFixed(1);
       for (const run of order) {
         const x = generate(run.config, run.where, timeFile);
