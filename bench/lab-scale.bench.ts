@@ -13,6 +13,9 @@
  *     agent answers on every address (`--healthz-bind-address=:10256`). The LB host holds
  *     permanent neighbour entries for those addresses (the kernel's neighbour table limit,
  *     gc_thresh3 = 1,024, counts every namespace's entries on this shared machine).
+ * Before each measurement the bench waits until `passlb lb` and the agent are idle (< 0.05 s
+ * CPU in a second, at most 20 s: the change's sync, the first drift check's full listing
+ * and the new nodes' first probes are over), so a point measures the steady state.
  * Each point is a ratio to the smallest size of its axis measured in the same round; rounds
  * go up and down the sizes alternately; medians of per-round ratios are printed. For each
  * point the M of the measured listener's table (read from the LB's rule), the load average
@@ -157,6 +160,22 @@ function cpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
+/** Waits until the processes used less than 0.05 s CPU in the last second (the sync after a
+ * change, the first drift check's full listing, the first probes are over), at most 20 s
+ * (the prober of 1,000 nodes keeps `passlb lb` above that: its steady state);
+ * returns the seconds waited. */
+async function quiet(pids: readonly number[]): Promise<number> {
+  const t0 = Date.now();
+  let last = pids.map(cpuSeconds);
+  while (Date.now() - t0 < 20_000) {
+    await sleep(1000);
+    const now = pids.map(cpuSeconds);
+    if (now.every((c, i) => c - last[i]! < 0.05)) break;
+    last = now;
+  }
+  return (Date.now() - t0) / 1000;
+}
+
 interface Point {
   readonly label: string;
   readonly services: number;
@@ -220,7 +239,7 @@ async function main(): Promise<void> {
         for (const p of order) {
           writePoint(state, p.services, p.nodes);
           const took = await converge(p.services, p.nodes);
-          await sleep(2000); // the LB's and the agent's sync after the change settle
+          const settled = await quiet([pid("lb"), pid("agent")]);
           const m = tableSize();
           const load = loadavg()[0]!.toFixed(1);
           const cpu0 = [cpuSeconds(pid("lb")), cpuSeconds(pid("agent"))];
@@ -233,7 +252,7 @@ async function main(): Promise<void> {
           rates.get(p.label)!.push(w.rate);
           info.set(p.label, `M ${m}`);
           say(
-            `  round ${r + 1} ${p.label}: ${w.rate.toFixed(0)} conn/s (M ${m}, converged in ${took.toFixed(1)} s, load ${load}, passlb lb ${cpu[0]!.toFixed(2)} s / agent ${cpu[1]!.toFixed(2)} s CPU${w.errors ? `, socket errors: ${w.errors}` : ""})`,
+            `  round ${r + 1} ${p.label}: ${w.rate.toFixed(0)} conn/s (M ${m}, converged in ${took.toFixed(1)} s, quiet after ${settled.toFixed(1)} s more, load ${load}, passlb lb ${cpu[0]!.toFixed(2)} s / agent ${cpu[1]!.toFixed(2)} s CPU${w.errors ? `, socket errors: ${w.errors}` : ""})`,
           );
         }
       }
