@@ -6,7 +6,11 @@
  *   the pods' responder for the connection-rate runs;
  * - namedTopology: a copy of a lab fixture under a name of this process (parallel runs never
  *   share namespaces), its Service paths made absolute, in a temporary folder the caller
- *   removes.
+ *   removes;
+ * - for bench/lab-packet-rate.bench.ts and bench/lab-scale.bench.ts: benchArg, benchMedian,
+ *   benchPrerequisites (root, commands, apt-get of the missing ones), labHostShell (exec,
+ *   background processes and waiting for a listener in a lab's hosts), wrkConnectionRate,
+ *   clientTimestampSysctls (`tcp_timestamps=2` in the clients) and podHttpResponderDualStack.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
