@@ -155,3 +155,13 @@ export function wrkConnectionRate(
   const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? "";
   return { rate, errors };
 }
+
+/** labUp options of a benchmark: agents and `passlb lb` with the nftables data plane, plus
+ * `agentArgs` for the agents. */
+export const benchLabOptions = (repoRoot: string, agentArgs: readonly string[] = []) => ({
+  repoRoot,
+  agents: true,
+  lb: true,
+  agentArgs: ["--dataplane=nftables", ...agentArgs],
+  lbArgs: ["--dataplane=nftables"],
+});

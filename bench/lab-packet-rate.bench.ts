@@ -36,7 +36,13 @@ import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
-import { benchArg, benchMedian, benchPrerequisites, labHostShell } from "./lab-bench-setup.ts";
+import {
+  benchArg,
+  benchLabOptions,
+  benchMedian,
+  benchPrerequisites,
+  labHostShell,
+} from "./lab-bench-setup.ts";
 
 const SECONDS = Math.min(benchArg("seconds", 3), 30);
 const ROUNDS = Math.min(benchArg("rounds", 3), 10);
@@ -124,13 +130,7 @@ function generate(config: string, where: { host: string; device: string }, timeF
 async function main(): Promise<void> {
   if (!benchPrerequisites("lab-packet-rate", { ip: "iproute2", nft: "nftables", trafgen: "netsniff-ng" }))
     return;
-  const options = {
-    repoRoot: REPO,
-    agents: true,
-    lb: true,
-    agentArgs: ["--dataplane=nftables"],
-    lbArgs: ["--dataplane=nftables"],
-  };
+  const options = benchLabOptions(REPO);
   try {
     const state = await labUp(join(REPO, "bench/lab/packet-rate-topology.yaml"), options);
     const read = await readManifests([state.manifestsDir], async () => "");

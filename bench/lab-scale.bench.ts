@@ -42,6 +42,7 @@ import { type LabState, labDown, labUp } from "../src/lab/lab-runner.ts";
 import { ZONE_LABEL } from "../src/plan/node-facts.ts";
 import {
   benchArg,
+  benchLabOptions,
   benchMedian,
   benchPrerequisites,
   clientTimestampSysctls,
@@ -185,13 +186,7 @@ interface Point {
 async function main(): Promise<void> {
   if (!benchPrerequisites("lab-scale", { ip: "iproute2", nft: "nftables", wrk: "wrk", haproxy: "haproxy" }))
     return;
-  const options = {
-    repoRoot: REPO,
-    agents: true,
-    lb: true,
-    agentArgs: ["--dataplane=nftables", "--healthz-bind-address=:10256"],
-    lbArgs: ["--dataplane=nftables"],
-  };
+  const options = benchLabOptions(REPO, ["--healthz-bind-address=:10256"]);
   try {
     const state = await labUp(join(FIXTURES, "scale-topology.yaml"), options);
     for (const host of ["client", "lb", "node-1", "server"])
