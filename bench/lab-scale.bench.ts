@@ -124,14 +124,15 @@ function writePoint(state: LabState, services: number, nodes: number): void {
   ]);
 }
 
-function mapSize(host: string, table: string, map: string): number {
-  const out = sh.exec(host, ["nft", "-j", "list", "map", "inet", table, map]);
-  const j = JSON.parse(out) as { nftables: { map?: { elem?: unknown[] } }[] };
-  return j.nftables.find((o) => o.map)?.map?.elem?.length ?? 0;
+function mapSize(host: string, table: string, map: string, kind: "map" | "set" = "map"): number {
+  const out = sh.exec(host, ["nft", "-j", "list", kind, "inet", table, map]);
+  const j = JSON.parse(out) as { nftables: { map?: { elem?: unknown[] }; set?: { elem?: unknown[] } }[] };
+  const o = j.nftables.find((x) => x[kind]);
+  return o?.[kind]?.elem?.length ?? 0;
 }
 
 /** Waits until the LB dispatches `services` VIPs over `nodes` next hops and the agent has
- * `services` listeners; returns the seconds it took. */
+ * `services` listeners, none of them without endpoints; returns the seconds it took. */
 async function converge(services: number, nodes: number): Promise<number> {
   const t0 = Date.now();
   let seen = "";
@@ -140,8 +141,11 @@ async function converge(services: number, nodes: number): Promise<number> {
       const d = mapSize("lb", "passlb", "dispatch6");
       const n = mapSize("lb", "passlb", "nexthops6");
       const a = mapSize("node-1", "passlb-agent", "listeners6");
-      seen = `dispatch6 ${d}, nexthops6 ${n}, agent listeners6 ${a}`;
-      if (d === services && n === nodes && a === services) return (Date.now() - t0) / 1000;
+      // the agent may read the new Services before the new EndpointSlices (four files):
+      // converged only when no listener is left without endpoints
+      const e = mapSize("node-1", "passlb-agent", "no-endpoints6", "set");
+      seen = `dispatch6 ${d}, nexthops6 ${n}, agent listeners6 ${a}, no-endpoints6 ${e}`;
+      if (d === services && n === nodes && a === services && e === 0) return (Date.now() - t0) / 1000;
     } catch (e) {
       seen = String(e);
     }
