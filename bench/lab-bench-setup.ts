@@ -14,7 +14,8 @@
  *   background processes and waiting for a listener in a lab's hosts), wrkConnectionRate,
  *   clientTimestampSysctls (`tcp_timestamps=2` in the clients) and podHttpResponderDualStack.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parse, stringify } from "yaml";
@@ -69,3 +70,113 @@ export function namedTopology(
   writeFileSync(topology, stringify(raw));
   return { name, dir, topology };
 }
+
+// ---- helpers of bench/lab-packet-rate.bench.ts and bench/lab-scale.bench.ts ----
+
+/** The value after `--name` on the command line (a number), else `fallback`. */
+export function benchArg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+export const benchMedian = (xs: readonly number[]): number =>
+  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** TCP timestamps without per-connection random offsets (`tcp_timestamps=2`): with one
+ * client address, wrk reuses ports the pod still holds in TIME_WAIT, and Linux's random
+ * offsets make the pod reject 20–30 % of those SYNs (SYN retransmitted ~10 ms later).
+ * For the client namespaces of connection-rate runs. */
+export const clientTimestampSysctls = (): string => procSysScript(["net.ipv4.tcp_timestamps=2"]);
+
+/** podHttpResponder listening on both families (`:::8080 v4v6`). */
+export const podHttpResponderDualStack = (): string =>
+  podHttpResponder().replace("  bind :8080", "  bind :::8080 v4v6");
+
+/**
+ * Root and commands: true when the bench can run; otherwise it printed why. Missing
+ * `packages` (command → Debian package) are installed with apt-get when it is there.
+ */
+export function benchPrerequisites(bench: string, packages: Readonly<Record<string, string>>): boolean {
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  if (process.getuid?.() !== 0) {
+    say(`${bench}: skipped: needs root (network namespaces, nft)`);
+    return false;
+  }
+  const has = (t: string) => spawnSync("sh", ["-c", `command -v ${t}`]).status === 0;
+  let missing = Object.keys(packages).filter((t) => !has(t));
+  if (missing.length > 0 && has("apt-get")) {
+    const debs = [...new Set(missing.map((t) => packages[t]!))];
+    say(`${bench}: installing ${debs.join(", ")} from Debian's packages (apt-get)`);
+    spawnSync("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...debs], {
+      stdio: "inherit",
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    });
+    missing = missing.filter((t) => !has(t));
+  }
+  if (missing.length > 0) {
+    say(
+      `${bench}: skipped: missing ${missing.join(", ")} (apt-get install ${missing.map((t) => packages[t]).join(" ")})`,
+    );
+    return false;
+  }
+  return true;
+}
+
+/** Runs commands in the hosts of lab `lab` (namespaces `plb-<lab>-<host>`). */
+export function labHostShell(lab: string) {
+  const ns = (host: string) => `plb-${lab}-${host}`;
+  const exec = (host: string, argv: readonly string[], input?: string): string => {
+    const r = spawnSync("ip", ["netns", "exec", ns(host), ...argv], {
+      encoding: "utf8",
+      maxBuffer: 1 << 28,
+      ...(input === undefined ? {} : { input }),
+    });
+    if (r.status !== 0) throw new Error(`${host}: ${argv.join(" ")}: ${r.stderr}`);
+    return r.stdout;
+  };
+  /** a long-running process in a host; `lab down` stops it with the namespace */
+  const background = (host: string, argv: readonly string[], logDir: string): void => {
+    const fd = openSync(join(logDir, `${host}.${argv[0]}.log`), "a");
+    spawn("ip", ["netns", "exec", ns(host), ...argv], { detached: true, stdio: ["ignore", fd, fd] }).unref();
+    closeSync(fd);
+  };
+  const waitListening = async (host: string, port: number): Promise<void> => {
+    for (let i = 0; i < 100; i++) {
+      if (exec(host, ["ss", "-Hltn", `sport = :${port}`]).trim() !== "") return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`${host}: nothing listens on ${port}`);
+  };
+  return { ns, exec, background, waitListening };
+}
+
+/** wrk with `Connection: close` (a new TCP connection per request): connections/s. */
+export function wrkConnectionRate(
+  exec: (host: string, argv: readonly string[]) => string,
+  host: string,
+  url: string,
+  o: { threads: number; connections: number; seconds: number },
+): { rate: number; errors: string } {
+  const out = exec(host, [
+    "wrk",
+    `-t${o.threads}`,
+    `-c${o.connections}`,
+    `-d${o.seconds}s`,
+    "-H",
+    "Connection: close",
+    url,
+  ]);
+  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? "0");
+  const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? "";
+  return { rate, errors };
+}
+
+/** labUp options of a benchmark: agents and `passlb lb` with the nftables data plane, plus
+ * `agentArgs` for the agents. */
+export const benchLabOptions = (repoRoot: string, agentArgs: readonly string[] = []) => ({
+  repoRoot,
+  agents: true,
+  lb: true,
+  agentArgs: ["--dataplane=nftables", ...agentArgs],
+  lbArgs: ["--dataplane=nftables"],
+});

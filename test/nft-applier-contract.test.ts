@@ -160,23 +160,30 @@ test("policy routes: rules and routes per node mark; stale ones removed", async 
     const c = { family: 6 as const, mark: 0x5a800001, via: "fd00:198:51:100::11" };
     await routes.sync([a, b, c]);
     await routes.sync([a, b, c]); // idempotent
-    const rules4 = ip("-4", "rule", "show")
-      .split("\n")
-      .filter((l) => l.startsWith(`${RULE_PREF}:`));
-    assert.equal(rules4.length, 2);
+    // node rules: `fwmark M lookup M`, inside passlb's preferences (the rule tree's leaves)
+    const nodeRules = (fam: "-4" | "-6") =>
+      ip(fam, "rule", "show")
+        .split("\n")
+        .filter((l) => /^31\d\d:\s+from all fwmark 0x5a[0-9a-f]{6} lookup \d+/.test(l));
+    assert.equal(nodeRules("-4").length, 2);
     assert.match(ip("-4", "route", "show", "table", String(b.mark)), /default via 198\.51\.100\.12/);
     assert.match(ip("-6", "route", "show", "table", String(c.mark)), /default via fd00:198:51:100::11/);
-    await routes.sync([a]);
-    assert.equal(
-      ip("-4", "rule", "show")
-        .split("\n")
-        .filter((l) => l.startsWith(`${RULE_PREF}:`)).length,
-      1,
+    // the kernel's own rule walk: a marked packet reaches its node's table, an unmarked one main
+    assert.match(
+      ip("-4", "route", "get", "203.0.113.9", "mark", `0x${b.mark.toString(16)}`),
+      /via 198\.51\.100\.12/,
     );
+    assert.match(
+      ip("-6", "route", "get", "fd00:10::9", "mark", `0x${c.mark.toString(16)}`),
+      /via fd00:198:51:100::11/,
+    );
+    assert.doesNotMatch(ip("-4", "route", "get", "198.51.100.99"), /via/);
+    await routes.sync([a]);
+    assert.equal(nodeRules("-4").length, 1);
     assert.equal(
       ip("-6", "rule", "show")
         .split("\n")
-        .filter((l) => l.startsWith(`${RULE_PREF}:`)).length,
+        .filter((l) => /^31\d\d:/.test(l)).length,
       0,
     );
     assert.equal(ip("-4", "route", "show", "table", String(b.mark)).trim(), "");
@@ -184,16 +191,85 @@ test("policy routes: rules and routes per node mark; stale ones removed", async 
     await routes.sync([a, b, c]);
     const want = expectedRouting([a, b, c]);
     assert.equal(routingDrift(want, await routes.read(want.tables)), undefined);
-    ip("-4", "rule", "del", "pref", String(RULE_PREF), "fwmark", `0x${b.mark.toString(16)}`);
+    ip("-4", "rule", "del", "pref", String(RULE_PREF + 3), "fwmark", `0x${b.mark.toString(16)}`);
     assert.equal(
       routingDrift(want, await routes.read(want.tables)),
-      `policy rule missing (ipv4 rule fwmark 0x${b.mark.toString(16)} table ${b.mark})`,
+      `policy rule missing (ipv4 rule pref ${RULE_PREF + 3} fwmark 0x${b.mark.toString(16)} table ${b.mark})`,
     );
     await routes.sync([a, b, c]);
     ip("-6", "route", "flush", "table", String(c.mark));
     assert.match(routingDrift(want, await routes.read(want.tables)) ?? "", /^route missing \(ipv6 table/);
     await routes.sync([a, b, c]);
     assert.equal(routingDrift(want, await routes.read(want.tables)), undefined);
+  });
+});
+
+test("policy routes: the rule tree over many marks, the overflow past its groups, and an upgrade from flat rules", async (t) => {
+  if (skip) return t.skip(skip);
+  await withNetns("rtt", async (ns) => {
+    const ip = (...args: string[]) => execFileSync("ip", ["-n", ns, ...args], { encoding: "utf8" });
+    ip("link", "add", "plbv0", "type", "veth", "peer", "name", "plbv1");
+    ip("link", "set", "plbv0", "up");
+    ip("link", "set", "plbv1", "up");
+    ip("addr", "add", "198.51.100.1/24", "dev", "plbv0");
+    // marks in groups 0, 1 and the last (94), and past the groups' room (overflow)
+    const indexes = [1, 2, 63, 64, 65, 130, 6079, 6080, 9000];
+    const route = (i: number) => ({
+      family: 4 as const,
+      mark: (0x5a000000 | i) >>> 0,
+      via: `198.51.100.${10 + (i % 200)}`,
+    });
+    const all = indexes.map(route);
+    // what an earlier passlb left: one flat rule per mark at RULE_PREF, tables filled
+    for (const r of all) {
+      ip("-4", "route", "replace", "default", "via", r.via, "table", String(r.mark));
+      ip(
+        "-4",
+        "rule",
+        "add",
+        "pref",
+        String(RULE_PREF),
+        "fwmark",
+        `0x${r.mark.toString(16)}`,
+        "table",
+        String(r.mark),
+      );
+    }
+    const routes = createPolicyRoutes({ netns: ns });
+    await routes.sync(all);
+    const ours = () =>
+      ip("-4", "rule", "show")
+        .split("\n")
+        .filter((l) => /^3[01]\d\d:/.test(l) && Number(l.split(":")[0]) < RULE_PREF + 100);
+    assert.ok(!ours().some((l) => l.startsWith(`${RULE_PREF}:\tfrom all fwmark`)), "the flat rules are gone");
+    assert.ok(
+      ours().some((l) => l.startsWith(`${RULE_PREF + 98}:`)),
+      "marks past the groups sit in the overflow",
+    );
+    // the kernel's rule walk sends every mark to its own table, and an unmarked lookup to main
+    for (const r of all)
+      assert.match(
+        ip("-4", "route", "get", "203.0.113.9", "mark", `0x${r.mark.toString(16)}`),
+        new RegExp(`via ${r.via.replaceAll(".", "\\.")} `),
+        `mark 0x${r.mark.toString(16)}`,
+      );
+    assert.doesNotMatch(ip("-4", "route", "get", "198.51.100.250"), /via/);
+    const want = expectedRouting(all);
+    assert.equal(routingDrift(want, await routes.read(want.tables)), undefined);
+    // dropping the overflow marks turns the miss jump back to the end
+    const fewer = all.filter((r) => (r.mark & 0xffff) < 6080);
+    await routes.sync(fewer);
+    assert.ok(!ours().some((l) => l.startsWith(`${RULE_PREF + 98}:`)));
+    assert.equal(ip("-4", "route", "show", "table", String(route(9000).mark)).trim(), "");
+    for (const r of fewer)
+      assert.match(
+        ip("-4", "route", "get", "203.0.113.9", "mark", `0x${r.mark.toString(16)}`),
+        new RegExp(`via ${r.via.replaceAll(".", "\\.")} `),
+      );
+    const wantFewer = expectedRouting(fewer);
+    assert.equal(routingDrift(wantFewer, await routes.read(wantFewer.tables)), undefined);
+    await routes.sync([]);
+    assert.deepEqual(ours(), []);
   });
 });
 

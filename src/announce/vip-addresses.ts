@@ -25,7 +25,7 @@ export interface VipAddresses {
   remove(vip: string): Promise<void>;
 }
 
-/** where the `local` rule goes: after passlb's fwmark rules (policy-routes.ts RULE_PREF 3100) */
+/** where the `local` rule goes: after passlb's policy rules (policy-routes.ts, prefs 3100-3199) */
 export const LOCAL_RULE_PREF = 3200;
 
 interface Run {

@@ -26,6 +26,7 @@ import {
   routeCommands,
   sameRoutes,
   unionRoutes,
+  wantedRules,
 } from "./policy-routes.ts";
 import type { NftSet, NftState } from "./render/nft-state.ts";
 
@@ -148,11 +149,7 @@ test("moving between paths and VIPs: stale routes in our tables go, other tables
     { table: M2, dst: "203.0.113.9", dev: "plbvg0" },
     { table: M2, dst: "203.0.113.1", dev: "plbvg0" },
   ]);
-  const rules = [
-    { mark: M1, table: M1 },
-    { mark: M2, table: M2 },
-    { mark: M3, table: M3 },
-  ];
+  const rules = wantedRules(4, routes);
   const lines = routeCommands(4, rules, routes, 3100, existing);
   assert.deepEqual(lines.slice(0, 2), [`route del default table ${M1}`, `route del 203.0.113.9 table ${M2}`]);
   assert.ok(!lines.some((l) => l.startsWith("rule ")), "rules stay");

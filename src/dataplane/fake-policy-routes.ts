@@ -3,13 +3,15 @@
  * (routeCommands) interpreted on an in-memory rule list and route tables, and read back
  * in the shapes `ip -j rule show` / `ip route show table all` give (route-drift.ts).
  * `deleteRules()` and `flushTable()` simulate someone else editing the kernel (drift).
- * Does not: model routing decisions, devices or any rule other than passlb's fwmark rules.
+ * Does not: model routing decisions, devices or any rule other than passlb's own (the
+ * node rules and the jumps of its rule tree).
  */
 import {
   type ExistingRule,
   type PolicyRoute,
   type RouteApplier,
   RULE_PREF,
+  RULE_SPAN,
   routeCommands,
 } from "./policy-routes.ts";
 import type { Fam } from "./render/nft-state.ts";
@@ -38,7 +40,7 @@ export class FakePolicyRoutes implements RouteApplier {
 
   async read(tables: readonly { family: Fam; table: number }[]): Promise<ObservedRouting> {
     const rules = [4, 6].flatMap((f) =>
-      this.#rules.get(f as Fam)!.map((r) => ({ family: f as Fam, mark: r.mark, table: r.table })),
+      this.#rules.get(f as Fam)!.map((line) => ({ family: f as Fam, line })),
     );
     return {
       rules,
@@ -46,7 +48,7 @@ export class FakePolicyRoutes implements RouteApplier {
     };
   }
 
-  /** drift: `ip rule del pref 3100 …` of every passlb rule of a family */
+  /** drift: `ip rule del` of every passlb rule of a family */
   deleteRules(family: Fam): void {
     this.#rules.set(family, []);
   }
@@ -57,18 +59,24 @@ export class FakePolicyRoutes implements RouteApplier {
   }
 
   #run(family: Fam, line: string): void {
-    let m = /^rule del pref (\d+) fwmark 0x([0-9a-f]+) table (\d+)$/.exec(line);
+    // `rule add|del <line>`: the canonical rule lines of policy-routes.ts, as `ip` takes them
+    let m = /^rule (add|del) (pref (\d+) .*)$/.exec(line);
     if (m) {
-      const [mark, table] = [Number.parseInt(m[2]!, 16), Number(m[3])];
+      const [verb, rule, pref] = [m[1], m[2]!, Number(m[3])];
       const rules = this.#rules.get(family)!;
-      const i = rules.findIndex((r) => r.mark === mark && r.table === table);
-      if (Number(m[1]) !== RULE_PREF || i < 0) throw new Error(`fake routes: no such rule: ${line}`);
+      if (pref < RULE_PREF || pref >= RULE_PREF + RULE_SPAN)
+        throw new Error(`fake routes: not our pref: ${line}`);
+      if (verb === "add") {
+        // as the kernel: an existing rule is found without comparing a `goto` target
+        // (net/core/fib_rules.c rule_exists), so a jump whose target changes must go first
+        const same = (r: string) => r.replace(/ goto \d+$/, " goto") === rule.replace(/ goto \d+$/, " goto");
+        if (rules.some(same)) throw new Error(`fake routes: rule exists: ${line}`);
+        rules.push(rule);
+        return;
+      }
+      const i = rules.indexOf(rule);
+      if (i < 0) throw new Error(`fake routes: no such rule: ${line}`);
       rules.splice(i, 1);
-      return;
-    }
-    m = /^rule add pref (\d+) fwmark 0x([0-9a-f]+) table (\d+)$/.exec(line);
-    if (m) {
-      this.#rules.get(family)!.push({ mark: Number.parseInt(m[2]!, 16), table: Number(m[3]) });
       return;
     }
     m = /^route flush table (\d+)$/.exec(line);

@@ -16,7 +16,7 @@
  * not compared here (a deleted device takes its routes with it, which is drift).
  * Does not: run `ip` (policy-routes.ts), repair (the controller re-syncs the routes).
  */
-import { kernelRoutesOf, type PolicyRoute } from "./policy-routes.ts";
+import { kernelRoutesOf, type PolicyRoute, RULE_PREF, wantedRules } from "./policy-routes.ts";
 import type { Fam } from "./render/nft-state.ts";
 
 /** One route of one of passlb's tables as `ip route show table all` prints it (the fields
@@ -29,8 +29,8 @@ export interface IpRouteRow {
 }
 
 export interface ObservedRouting {
-  /** the rules at passlb's preference with a fwmark, per family */
-  readonly rules: readonly { readonly family: Fam; readonly mark: number; readonly table: number }[];
+  /** passlb's rules (policy-routes.ts parseRules: canonical lines), per family */
+  readonly rules: readonly { readonly family: Fam; readonly line: string }[];
   /** the rows of each table that was asked for */
   readonly tables: readonly {
     readonly family: Fam;
@@ -46,23 +46,20 @@ export interface ExpectedRouting {
   readonly tables: readonly { readonly family: Fam; readonly table: number }[];
 }
 
-const hexMark = (mark: number): string => `0x${(mark >>> 0).toString(16)}`;
-const ruleLine = (family: Fam, mark: number, table: number): string =>
-  `ipv${family} rule fwmark ${hexMark(mark)} table ${table >>> 0}`;
+const ruleLine = (family: Fam, line: string): string => `ipv${family} rule ${line}`;
 
-/** The rules and routes a route list asks for: `ip rule fwmark M lookup M` and, in table
+/** The rules and routes a route list asks for: the rule tree of policy-routes.ts
+ * wantedRules (`ip rule fwmark M lookup M` per node and the jumps to it) and, in table
  * M, the rows policy-routes.ts kernelRoutesOf gives (routeCommands installs exactly these):
  * `default via <node>` on the shared segment; through a tunnel, one route per VIP, compared
  * by its next hop (`via`, GUE) or its device (lightweight-tunnel `encap ip … dev`). */
-export function expectedRouting(routes: readonly PolicyRoute[]): ExpectedRouting {
+export function expectedRouting(routes: readonly PolicyRoute[], pref = RULE_PREF): ExpectedRouting {
   const rules = new Set<string>();
   const lines = new Set<string>();
   const tables: { family: Fam; table: number }[] = [];
-  for (const r of routes) {
-    const table = r.mark >>> 0;
-    rules.add(ruleLine(r.family, r.mark, table));
-    tables.push({ family: r.family, table });
-  }
+  for (const r of routes) tables.push({ family: r.family, table: r.mark >>> 0 });
+  for (const family of [4, 6] as const)
+    for (const line of wantedRules(family, routes, pref)) rules.add(ruleLine(family, line));
   for (const k of kernelRoutesOf(routes)) {
     const words = k.spec.split(/\s+/);
     const after = (w: string) => {
@@ -85,7 +82,7 @@ export function observedRouteLine(family: Fam, table: number, row: IpRouteRow): 
 
 /** The first difference between what passlb installed and what the kernel holds. */
 export function routingDrift(expected: ExpectedRouting, observed: ObservedRouting): string | undefined {
-  const rules = new Set(observed.rules.map((r) => ruleLine(r.family, r.mark, r.table)));
+  const rules = new Set(observed.rules.map((r) => ruleLine(r.family, r.line)));
   for (const r of expected.rules) if (!rules.has(r)) return `policy rule missing (${r})`;
   for (const r of rules) if (!expected.rules.has(r)) return `unexpected policy rule (${r})`;
   const routes = new Set<string>();

@@ -3,7 +3,7 @@
  * while one client makes a new TCP connection every 20 ms to an eTP Cluster VIP and
  * another holds long-lived ones to the weighted eTP Local VIP, someone
  *   - deletes the `inet passlb` table, or flushes its `dispatch4` map, by hand;
- *   - deletes passlb's policy rules (pref 3100), or flushes its route tables, by hand;
+ *   - deletes passlb's policy rules (prefs 3100-3199), or flushes its route tables, by hand;
  *   - SIGKILLs `passlb lb` and starts it again;
  *   - SIGKILLs a node's `passlb agent` and starts it again.
  * Bounds: the kernel faults are repaired within one drift interval (`--drift-check-ms`,
@@ -68,14 +68,16 @@ test("faults on the LB host under load: drift repaired within one interval, rest
     [
       "passlb's policy rules deleted",
       () => {
+        // every rule of passlb's rule tree (prefs 3100-3199, policy-routes.ts wantedRules)
         for (const fam of ["-4", "-6"])
-          for (let i = 0; i < 100; i++) {
-            try {
-              ipLb(fam, "rule", "del", "pref", "3100");
-            } catch {
-              break;
+          for (let pref = 3100; pref < 3200; pref++)
+            for (let i = 0; i < 100; i++) {
+              try {
+                ipLb(fam, "rule", "del", "pref", String(pref));
+              } catch {
+                break;
+              }
             }
-          }
       },
     ],
     [
@@ -84,9 +86,10 @@ test("faults on the LB host under load: drift repaired within one interval, rest
         for (const fam of ["-4", "-6"] as const)
           for (const r of JSON.parse(ipLb("-j", fam, "rule", "show")) as {
             priority: number;
-            table: string;
+            table?: string;
           }[])
-            if (r.priority === 3100) ipLb(fam, "route", "flush", "table", r.table);
+            if (r.priority >= 3100 && r.priority < 3200 && /^\d+$/.test(r.table ?? ""))
+              ipLb(fam, "route", "flush", "table", r.table!);
       },
     ],
   ];

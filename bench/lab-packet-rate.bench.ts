@@ -1,0 +1,223 @@
+/**
+ * Small packets (issue 17 §1, first bullet), in the network-namespace lab
+ * (bench/lab/packet-rate-topology.yaml: client → LB host → node-1 → pod): UDP with 64-byte
+ * payloads from 1,024 source ports (1,024 distinct flows) at the highest rate one trafgen
+ * process reaches, counted and dropped by an nft counter (netdev ingress, before anything
+ * else) where they arrive. Paths, back to back in every round, order rotated per round:
+ *   - plain routing: to the pod's address; the LB host and the node only route;
+ *   - passlb: to the UDP Service's VIP: `passlb lb` (nftables) hashes every new flow to the
+ *     node, the node's agent DNATs it to the pod (eTP Local);
+ * each counted at the pod (the rate) and, in separate runs, at the node's ingress (the LB
+ * host's work only), plus a run counted at the LB host's own ingress (the generator alone).
+ * The two runs compared (plain and VIP at one counting point) go back to back, their order
+ * swapped every round.
+ *
+ * Packet rate: packets counted ÷ the generator's run time. CPU per packet: every packet's
+ * whole path runs in softirq on the CPU that sends it (veth hands each packet to the next
+ * namespace's backlog on the same CPU; no RPS), charged to the generator process or, when
+ * softirq work is deferred, to ksoftirqd — so the CPU of a run is trafgen's user + system
+ * time (/usr/bin/time) plus the ksoftirqd threads' time over the run, divided by the packets
+ * counted. The LB host's share per packet is the run counted at the node minus the run
+ * counted at the LB host's ingress (the same generator work, and everything up to the LB
+ * host's receive, in both). Other work on the machine adds to the ksoftirqd share: noisy.
+ * Bound: passlb ≥ 0.9 × plain routing's packet rate. Medians of per-round values and ratios.
+ *
+ *   node --import tsx bench/lab-packet-rate.bench.ts [--seconds 3] [--rounds 3]
+ *
+ * Needs root, ip, nft and trafgen (Debian netsniff-ng; installed with apt-get when missing,
+ * and it says so). trafgen runs with --no-sock-mem (it leaves the machine's socket memory settings
+ * alone), --notouch-irq, one process, at most 2^26 packets and for `--seconds`. Traffic goes only to
+ * documentation addresses inside the lab's own namespaces.
+ */
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { readManifests } from "../src/cluster/manifest-files.ts";
+import { decodeDocuments } from "../src/k8s/decode.ts";
+import { labDown, labUp } from "../src/lab/lab-runner.ts";
+import { planSnapshot } from "../src/plan/planner.ts";
+import {
+  benchArg,
+  benchLabOptions,
+  benchMedian,
+  benchPrerequisites,
+  labHostShell,
+} from "./lab-bench-setup.ts";
+
+const SECONDS = Math.min(benchArg("seconds", 3), 30);
+const ROUNDS = Math.min(benchArg("rounds", 3), 10);
+const REPO = resolve(import.meta.dirname, "..");
+const LAB = "scalepkt";
+const PORT = 9999;
+const FLOWS = 1024;
+const MAX_PACKETS = 2 ** 26;
+const sh = labHostShell(LAB);
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+/** An nft counter that counts and drops the generator's packets at a device's ingress. */
+function countAt(host: string, device: string): void {
+  sh.exec(
+    host,
+    ["nft", "-f", "-"],
+    [
+      "table netdev plbpktcount {",
+      `  chain in { type filter hook ingress device "${device}" priority -500; udp dport ${PORT} counter drop; }`,
+      "}",
+    ].join("\n"),
+  );
+}
+
+function counted(host: string): number {
+  const out = sh.exec(host, ["nft", "-j", "list", "table", "netdev", "plbpktcount"]);
+  sh.exec(host, ["nft", "delete", "table", "netdev", "plbpktcount"]);
+  const rule = (
+    JSON.parse(out) as { nftables: { rule?: { expr: { counter?: { packets: number } }[] } }[] }
+  ).nftables.find((o) => o.rule)?.rule;
+  return rule?.expr.find((e) => e.counter)?.counter?.packets ?? 0;
+}
+
+/** The kernel's ksoftirqd threads (one per CPU). */
+const KSOFTIRQD = readdirSync("/proc")
+  .filter((d) => /^\d+$/.test(d))
+  .filter((d) => {
+    try {
+      return /^ksoftirqd\/\d+$/.test(readFileSync(`/proc/${d}/comm`, "utf8").trim());
+    } catch {
+      return false;
+    }
+  });
+
+/** CPU seconds (user + system) the ksoftirqd threads used so far. */
+function ksoftirqdSeconds(): number {
+  let sum = 0;
+  for (const pid of KSOFTIRQD) {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    sum += (Number(f[11]) + Number(f[12])) / 100;
+  }
+  return sum;
+}
+
+interface Run {
+  readonly pps: number;
+  /** CPU nanoseconds per counted packet (trafgen + ksoftirqd) */
+  readonly nsPerPacket: number;
+}
+
+/** One trafgen run with `config`, counted at `where`'s ingress `device`. */
+function generate(config: string, where: { host: string; device: string }, timeFile: string): Run {
+  countAt(where.host, where.device);
+  const soft0 = ksoftirqdSeconds();
+  // timeout stops trafgen with SIGINT (its normal stop) and exits 124: not a failure here
+  sh.exec("client", [
+    "sh",
+    "-c",
+    `/usr/bin/time -o ${timeFile} -f '%e %U %S' timeout -s INT ${SECONDS} trafgen --dev eth0 --conf ${config} --cpus 1 --no-sock-mem --notouch-irq -n ${MAX_PACKETS} >/dev/null 2>&1; true`,
+  ]);
+  const soft = ksoftirqdSeconds() - soft0;
+  const packets = counted(where.host);
+  const [elapsed, user, system] = readFileSync(timeFile, "utf8")
+    .trim()
+    .split("\n")
+    .pop()!
+    .split(" ")
+    .map(Number);
+  return {
+    pps: packets / elapsed!,
+    nsPerPacket: packets > 0 ? ((user! + system! + soft) * 1e9) / packets : 0,
+  };
+}
+
+async function main(): Promise<void> {
+  if (!benchPrerequisites("lab-packet-rate", { ip: "iproute2", nft: "nftables", trafgen: "netsniff-ng" }))
+    return;
+  const options = benchLabOptions(REPO);
+  try {
+    const state = await labUp(join(REPO, "bench/lab/packet-rate-topology.yaml"), options);
+    const read = await readManifests([state.manifestsDir], async () => "");
+    const vip = planSnapshot(decodeDocuments(read.documents).snapshot).plans[0]?.vips[0]?.address;
+    if (!vip) throw new Error("the bench Service got no VIP");
+    const pod = state.layout.pods[0]!;
+    const client = state.layout.clients[0]!;
+    const linkMac = (host: string, dev: string) =>
+      (JSON.parse(sh.exec(host, ["ip", "-j", "link", "show", dev])) as { address: string }[])[0]!.address;
+    const gatewayMac = linkMac("lb", "plbclients");
+    const clientMac = linkMac("client", "eth0");
+    const config = (target: string) => {
+      const file = join(state.stateDir, `trafgen-${target}.cfg`);
+      writeFileSync(
+        file,
+        [
+          "{",
+          `  eth(da=${gatewayMac}, sa=${clientMac}),`,
+          `  ipv4(sa=${client.ipv4}, da=${target}, ttl=64),`,
+          `  udp(sp=dinc(10000, ${10000 + FLOWS - 1}), dp=${PORT}),`,
+          "  fill(0x2a, 64),",
+          "}",
+          "",
+        ].join("\n"),
+      );
+      return file;
+    };
+    const atPod = { host: pod.name, device: "eth0" };
+    const atNode = { host: "node-1", device: "eth0" };
+    const atLb = { host: "lb", device: "plbc0" };
+    const runs = [
+      { name: "plain routing, counted at the pod", config: config(pod.ipv4), where: atPod },
+      { name: "passlb VIP, counted at the pod", config: config(vip), where: atPod },
+      { name: "plain routing, counted at the node", config: config(pod.ipv4), where: atNode },
+      { name: "passlb VIP, counted at the node", config: config(vip), where: atNode },
+      { name: "generator only, counted at the LB host's ingress", config: config(vip), where: atLb },
+    ];
+    // the LB and the agent have just started: let them settle (first probes, first syncs)
+    await new Promise((r) => setTimeout(r, 5000));
+    const results = new Map<string, Run[]>(runs.map((r) => [r.name, []]));
+    say(
+      `lab-packet-rate: ${ROUNDS} rounds × ${runs.length} runs × ${SECONDS} s, UDP 64-byte payloads, ${FLOWS} flows (source ports), one trafgen process`,
+    );
+    const timeFile = join(state.stateDir, "trafgen.time");
+    for (let r = 0; r < ROUNDS; r++) {
+      // the pairs that are compared (plain and VIP at one counting point) run back to back,
+      // their order swapped every round; the pairs and the generator-only run rotate
+      const groups = [[runs[0]!, runs[1]!], [runs[2]!, runs[3]!], [runs[4]!]].map((g) =>
+        r % 2 === 0 ? g : [...g].reverse(),
+      );
+      const order = groups.flatMap((_, i) => groups[(i + r) % groups.length]!);
+      const load = loadavg()[0]!.toFixed(1);
+      for (const run of order) {
+        const x = generate(run.config, run.where, timeFile);
+        results.get(run.name)!.push(x);
+        say(
+          `  round ${r + 1} (load ${load}) ${run.name}: ${x.pps.toFixed(0)} packets/s, ${x.nsPerPacket.toFixed(0)} ns CPU/packet`,
+        );
+      }
+    }
+    const of = (i: number) => results.get(runs[i]!.name)!;
+    const ratio = (a: Run[], b: Run[], f: (x: Run) => number) =>
+      benchMedian(a.map((x, i) => f(x) / f(b[i]!)));
+    const lbShare = (i: number) => benchMedian(of(i).map((x, k) => x.nsPerPacket - of(4)[k]!.nsPerPacket));
+    say("");
+    say("| run | packets/s | × plain (same counting point) | CPU ns/packet (whole path) |");
+    say("| --- | ---: | ---: | ---: |");
+    for (const [i, run] of runs.entries()) {
+      const base = i === 1 ? of(0) : i === 3 ? of(2) : of(i);
+      say(
+        `| ${run.name} | ${benchMedian(of(i).map((x) => x.pps)).toFixed(0)} | ${ratio(of(i), base, (x) => x.pps).toFixed(2)} | ${benchMedian(of(i).map((x) => x.nsPerPacket)).toFixed(0)} |`,
+      );
+    }
+    say("");
+    say("medians of per-round values and of per-round ratios");
+    say(
+      `passlb / plain packet rate at the pod ${ratio(of(1), of(0), (x) => x.pps).toFixed(2)} (bound ≥ 0.9)`,
+    );
+    say(
+      `passlb / plain packet rate through the LB host (counted at the node) ${ratio(of(3), of(2), (x) => x.pps).toFixed(2)}`,
+    );
+    say(
+      `LB host CPU per packet (counted at the node − generator only): plain routing ${lbShare(2).toFixed(0)} ns, passlb ${lbShare(3).toFixed(0)} ns`,
+    );
+  } finally {
+    if (process.env.KEEP_LAB !== "1") await labDown(LAB, options);
+  }
+}
+
+await main();
