@@ -12,7 +12,7 @@ import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import { type Document, parseDocuments } from "../k8s/documents.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { poolsFromCluster } from "./ip-pools.ts";
-import type { KubectlRunner } from "./kubectl-runner.ts";
+import { type KubectlRunner, runAll } from "./kubectl-runner.ts";
 
 export const CLUSTER_GET = ["get", "services,nodes,endpointslices,namespaces,pods", "-A", "-o", "json"];
 export const POOLS_GET = ["get", "loadbalancerippools", "-o", "json"];
@@ -40,7 +40,7 @@ export async function readClusterSnapshot(
   kubectl: KubectlRunner,
   options: { defaultClass: boolean; acceptClasses?: readonly string[] },
 ): Promise<ClusterSnapshot> {
-  const [objectsText, poolsText] = await Promise.all([kubectl.run(CLUSTER_GET), kubectl.run(POOLS_GET)]);
+  const [objectsText = "", poolsText = ""] = await runAll(kubectl, [CLUSTER_GET, POOLS_GET]);
   const source = `kubectl ${CLUSTER_GET.join(" ")}`;
   const parsed = parseDocuments(source, objectsText);
   if (parsed.problems.length > 0)

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { classifyKubectlFailure } from "./kubectl-runner.ts";
+import { classifyKubectlFailure, type KubectlRunner, runAll } from "./kubectl-runner.ts";
 
 const GET = ["get", "loadbalancerippools", "-o", "json"];
 
@@ -46,4 +46,22 @@ test("the message names the call and kubectl's first line", () => {
     e.message,
     "kubectl get loadbalancerippools -o json failed: error: You must be logged in to the server (Unauthorized)",
   );
+});
+
+test("runAll reports a failed call only after every other call has ended", async () => {
+  const ended: string[] = [];
+  const runner: KubectlRunner = {
+    run: (args) =>
+      args[0] === "fail"
+        ? Promise.reject(new Error("no such resource"))
+        : new Promise((resolve) =>
+            setTimeout(() => {
+              ended.push(args[0]!);
+              resolve(`${args[0]} output`);
+            }, 50),
+          ),
+  };
+  await assert.rejects(runAll(runner, [["fail"], ["slow"]]), /no such resource/);
+  assert.deepEqual(ended, ["slow"], "the slow call had ended when the failure was reported");
+  assert.deepEqual(await runAll(runner, [["a"], ["b"]]), ["a output", "b output"]);
 });

@@ -27,6 +27,21 @@ export interface KubectlOptions {
   readonly timeoutMs?: number;
 }
 
+/**
+ * Several kubectl calls at once; the outputs in order, or the first failure — but only once
+ * every call has ended, so the plugin never exits while a kubectl it started still runs (and
+ * writes its discovery cache under $HOME).
+ */
+export async function runAll(
+  kubectl: KubectlRunner,
+  calls: readonly (readonly string[])[],
+): Promise<string[]> {
+  const settled = await Promise.allSettled(calls.map((args) => kubectl.run(args)));
+  const failed = settled.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<string>).value);
+}
+
 export function execKubectl(options: KubectlOptions): KubectlRunner {
   const command = options.command ?? "kubectl";
   return {

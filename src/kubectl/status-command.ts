@@ -12,7 +12,7 @@ import type { Command } from "commander";
 import type { CliIo } from "../cli/load-input.ts";
 import { PasslbError } from "../errors.ts";
 import { parseJsonList } from "./cluster-snapshot.ts";
-import { type KubectlRunner, kubectlMessage } from "./kubectl-runner.ts";
+import { type KubectlRunner, kubectlMessage, runAll } from "./kubectl-runner.ts";
 import { pickServices } from "./service-pick.ts";
 import {
   apiFailingPods,
@@ -134,10 +134,10 @@ export function registerStatusCommand(
         "-o",
         "json",
       ];
-      const [svcText, podText, controllerText] = await Promise.all([
-        run.run(svcArgs),
-        run.run(podArgs),
-        run.run(controllerArgs),
+      const [svcText = "", podText = "", controllerText = ""] = await runAll(run, [
+        svcArgs,
+        podArgs,
+        controllerArgs,
       ]);
       const services: StatusService[] = [];
       for (const item of parseJsonList(svcArgs, svcText)) {
