@@ -82,12 +82,6 @@ export function benchArg(name: string, fallback: number): number {
 export const benchMedian = (xs: readonly number[]): number =>
   [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** TCP timestamps without per-connection random offsets (`tcp_timestamps=2`): with one
- * client address, wrk reuses ports the pod still holds in TIME_WAIT, and Linux's random
- * offsets make the pod reject 20–30 % of those SYNs (SYN retransmitted ~10 ms later).
- * For the client namespaces of connection-rate runs. */
-export const clientTimestampSysctls = (): string => procSysScript(["net.ipv4.tcp_timestamps=2"]);
-
 /** podHttpResponder listening on both families (`:::8080 v4v6`). */
 export const podHttpResponderDualStack = (): string =>
   podHttpResponder().replace("  bind :8080", "  bind :::8080 v4v6");

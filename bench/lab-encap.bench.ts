@@ -33,14 +33,14 @@
  * what is missing and exits 0 otherwise.
  * Traffic goes only to documentation addresses inside the lab's own namespaces.
  */
-import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
-import { clientSysctls, podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
+import { clientSysctls, labHostShell, podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -54,7 +54,7 @@ const TOPOLOGY = join(REPO, "bench/lab/encap-topology.yaml");
 const LAB = "benchenc";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
-const ns = (host: string) => `plb-${LAB}-${host}`;
+const { ns, exec, background, waitListening } = labHostShell(LAB);
 
 function prerequisites(): boolean {
   if (process.getuid?.() !== 0) {
@@ -69,26 +69,6 @@ function prerequisites(): boolean {
       return false;
     }
   return true;
-}
-
-function exec(host: string, argv: readonly string[]): string {
-  const r = spawnSync("ip", ["netns", "exec", ns(host), ...argv], { encoding: "utf8", maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw new Error(`${host}: ${argv.join(" ")}: ${r.stderr}`);
-  return r.stdout;
-}
-
-function background(host: string, argv: readonly string[], logDir: string): void {
-  const fd = openSync(join(logDir, `${host}.${argv[0]}.log`), "a");
-  spawn("ip", ["netns", "exec", ns(host), ...argv], { detached: true, stdio: ["ignore", fd, fd] }).unref();
-  closeSync(fd);
-}
-
-async function waitListening(host: string, port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (exec(host, ["ss", "-Hltn", `sport = :${port}`]).trim() !== "") return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${host}: nothing listens on ${port}`);
 }
 
 function iperf(target: string): number {

@@ -22,7 +22,7 @@
  * and the CPU seconds `passlb lb` and the agent used during the measurement are printed.
  * Connection rate: wrk, `Connection: close`, `--connections` (32) over 2 threads, against an
  * HAProxy HTTP responder in the pod. The client runs with `net.ipv4.tcp_timestamps=2`
- * (lab-bench-setup.ts clientTimestampSysctls: without it, 20–30 % of SYNs meet TIME_WAIT and
+ * (lab-bench-setup.ts clientSysctls: without it, 20–30 % of SYNs meet TIME_WAIT and
  * are retransmitted, whatever the path). Bounds: ≥ 0.95× at 10,000 Services and at 1,000
  * nodes.
  *
@@ -45,7 +45,7 @@ import {
   benchLabOptions,
   benchMedian,
   benchPrerequisites,
-  clientTimestampSysctls,
+  clientSysctls,
   labHostShell,
   podHttpResponderDualStack,
   shortConnectionSysctls,
@@ -195,7 +195,7 @@ async function main(): Promise<void> {
     const state = await labUp(join(FIXTURES, "scale-topology.yaml"), options);
     for (const host of ["client", "lb", "node-1", "server"])
       sh.exec(host, ["sh", "-c", shortConnectionSysctls()]);
-    sh.exec("client", ["sh", "-c", clientTimestampSysctls()]);
+    sh.exec("client", ["sh", "-c", clientSysctls()]);
     const logs = join(state.stateDir, "logs");
     const podHttp = join(state.stateDir, "pod-http.cfg");
     writeFileSync(podHttp, podHttpResponderDualStack());

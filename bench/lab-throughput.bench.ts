@@ -23,13 +23,13 @@
  * goes only to documentation addresses inside the lab's own namespaces.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
-import { clientSysctls, podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
+import { clientSysctls, labHostShell, podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -76,28 +76,7 @@ function prerequisites(): boolean {
   return true;
 }
 
-const ns = (host: string) => `plb-bench-${host}`;
-
-function exec(host: string, argv: readonly string[]): string {
-  const r = spawnSync("ip", ["netns", "exec", ns(host), ...argv], { encoding: "utf8", maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw new Error(`${host}: ${argv.join(" ")}: ${r.stderr}`);
-  return r.stdout;
-}
-
-/** Starts a long-running process in a lab host; `lab down` stops it with the namespace. */
-function background(host: string, argv: readonly string[], logDir: string): void {
-  const fd = openSync(join(logDir, `${host}.${argv[0]}.log`), "a");
-  spawn("ip", ["netns", "exec", ns(host), ...argv], { detached: true, stdio: ["ignore", fd, fd] }).unref();
-  closeSync(fd);
-}
-
-async function waitListening(host: string, port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (exec(host, ["ss", "-Hltn", `sport = :${port}`]).trim() !== "") return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${host}: nothing listens on ${port} (logs in /run/passlb-lab/bench/logs until lab down)`);
-}
+const { ns, exec, background, waitListening } = labHostShell("bench");
 
 function iperf(target: string): number {
   const out = exec("client", ["iperf3", "-c", target, "-p", "5201", "-t", String(SECONDS), "-J"]);
