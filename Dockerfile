@@ -14,23 +14,30 @@
 # docs/install.md "Node.js versions"); CI runs 20.
 
 FROM node:24-trixie-slim AS build
+# clang and libbpf-dev compile the XDP program of `passlb lb --dataplane xdp` (docs/dataplane-xdp.md)
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends clang llvm libbpf-dev \
+  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+COPY scripts ./scripts
+RUN npm run build && npm run build:xdp && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-trixie-slim
 # nftables: the data plane; iproute2: addresses and policy routes; keepalived: VRRP for
-# `--announce l2` (docs/vip-announce.md); iputils-arping: the lab's and operators' ARP checks;
+# `--announce l2` (docs/vip-announce.md); iputils-arping and ndisc6: the wire checks' ARP and
+# neighbour solicitations, tcpdump: the foreign VRRP speaker watch ("Checked from the wire");
 # conntrack: release UDP flows pinned to a node that left a Service's table
 # (docs/dataplane-nftables.md) and remove stale UDP entries on nodes (docs/agent-dataplane.md);
-# bird2: the BGP speaker of `--announce bgp` (docs/vip-announce.md). keepalived is started
+# bird2: the BGP speaker of `--announce bgp` (docs/vip-announce.md); bpftool: loads and updates the
+# XDP program (dist/bpf/passlb-xdp.o, built in the first stage). keepalived is started
 # by passlb; BIRD too standalone, while in the cluster it runs as the LB pod's own `bird`
 # container from this image (deploy/components/announce-bgp, `--bgp-speaker=external`).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack bird2 keepalived \
+  && apt-get install -y --no-install-recommends nftables iproute2 iputils-arping conntrack bird2 keepalived ndisc6 tcpdump bpftool \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/passlb
 ENV NODE_ENV=production

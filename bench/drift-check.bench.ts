@@ -19,13 +19,16 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { LbController } from "../src/dataplane/lb-controller.ts";
-import { createNftApplier } from "../src/dataplane/nft-applier.ts";
-import { driftBetween } from "../src/dataplane/nft-drift.ts";
-import { createNftGenerationWatch } from "../src/dataplane/nft-generation.ts";
-import { createPolicyRoutes, type PolicyRoute, policyRoutesOf } from "../src/dataplane/policy-routes.ts";
-import { kernelTableSize } from "../src/dataplane/render/kernel-table-size.ts";
-import { expectedRouting, routingDrift } from "../src/dataplane/route-drift.ts";
+import { createPolicyRoutes } from "../src/drivers/ip-routes.ts";
+import { createNftDriver } from "../src/drivers/nft.ts";
+import { transaction } from "../src/drivers/nft-transaction.ts";
+import { realClock } from "../src/health/clock.ts";
+import { LbController } from "../src/lb-host/nftables/lb-controller.ts";
+import { driftBetween } from "../src/lb-host/nftables/nft-drift.ts";
+import { createNftGenerationWatch } from "../src/lb-host/nftables/nft-generation.ts";
+import { kernelTableSize } from "../src/lb-host/nftables/render/kernel-table-size.ts";
+import { type PolicyRoute, policyRoutesOf } from "../src/lb-host/routing/policy-routes.ts";
+import { expectedRouting, routingDrift } from "../src/lb-host/routing/route-drift.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../test/netns.ts";
 import { benchCluster } from "./nft-bench-cluster.ts";
 
@@ -84,7 +87,7 @@ for (const services of SIZES)
       ip("link", "set", "plbdc0", "up");
       ip("link", "set", "plbdc1", "up");
       ip("addr", "add", "fd00:1::ffff/64", "dev", "plbdc0", "nodad");
-      const nft = createNftApplier({ netns: ns });
+      const nft = createNftDriver({ netns: ns });
       const routes = createPolicyRoutes({ netns: ns });
       const c = new LbController({
         table: "passlb",
@@ -92,11 +95,7 @@ for (const services of SIZES)
         nft,
         routes,
         generations,
-        timers: {
-          setTimeout: (fn, ms) => setTimeout(fn, ms),
-          clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-        },
-        now: () => performance.now(),
+        clock: realClock(),
         sizeFor: kernelTableSize(),
         driftCheckMs: 0,
       });
@@ -143,12 +142,22 @@ for (const services of SIZES)
         if (await c.checkDrift()) throw new Error("unexpected drift");
       });
       // after a commit elsewhere in the namespace (another table), the check lists ours again
-      await nft.apply("add table inet plbother\nadd set inet plbother s { type mark; }\n");
+      await nft.run(
+        transaction("plbother", [
+          { verb: "add", object: { kind: "table" } },
+          { verb: "add", object: { kind: "set", name: "s", decl: "type mark;" } },
+        ]),
+      );
       const commits: number[] = [];
       for (let i = 0; i < CHECKS; i++) {
         const before = generations.token();
         // a commit that changes something (an empty one bumps no generation)
-        await nft.apply(`flush set inet plbother s\nadd element inet plbother s { ${i + 1} }\n`);
+        await nft.run(
+          transaction("plbother", [
+            { verb: "flush", object: { kind: "set", name: "s" } },
+            { verb: "add", object: { kind: "element", set: "s", elements: [{ key: String(i + 1) }] } },
+          ]),
+        );
         for (let k = 0; k < 2500 && generations.token() === before; k++)
           await new Promise((r) => setTimeout(r, 2));
         if (generations.token() === before) throw new Error("the monitor did not see the commit within 5 s");

@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parse, stringify } from "yaml";
 import { procSysScript } from "../src/lab/lab-host-commands.ts";
+import { XDP_REASONS } from "../src/lb-host/xdp/xdp-layout.ts";
 
 export const shortConnectionSysctls = (): string =>
   procSysScript([
@@ -174,3 +175,19 @@ export const benchLabOptions = (repoRoot: string, agentArgs: readonly string[] =
   agentArgs: ["--dataplane=nftables", ...agentArgs],
   lbArgs: ["--dataplane=nftables"],
 });
+
+/** packets the XDP program forwarded itself so far (fwd_tx + fwd_redirect, all CPUs) */
+export function xdpForwarded(pin: string): number {
+  const r = spawnSync("bpftool", ["-j", "map", "dump", "pinned", `${pin}/maps/reasons`], {
+    encoding: "utf8",
+  });
+  const rows = JSON.parse(r.stdout) as { key: string[]; values: { value: string[] }[] }[];
+  let n = 0;
+  for (const row of rows) {
+    const reason = XDP_REASONS[Number.parseInt(row.key[0]!, 16)];
+    if (reason !== "fwd_tx" && reason !== "fwd_redirect") continue;
+    for (const v of row.values)
+      n += Number(Buffer.from(v.value.slice(0, 8).map((h) => Number.parseInt(h, 16))).readBigUInt64LE());
+  }
+  return n;
+}

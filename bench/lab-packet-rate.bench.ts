@@ -7,6 +7,10 @@
  *   - plain routing: to the pod's address; the LB host and the node only route;
  *   - passlb: to the UDP Service's VIP: `passlb lb` (nftables) hashes every new flow to the
  *     node, the node's agent DNATs it to the pod (eTP Local);
+ *   - passlb XDP: the same VIP with `passlb lb --dataplane xdp`: the XDP program on the LB's
+ *     client port forwards each packet itself (MAC rewrite, redirect to the node's port)
+ *     before the stack; for the other runs the program is detached, so plain routing and the
+ *     nftables path run exactly as without it (docs/dataplane-xdp.md);
  * each counted at the pod (the rate) and, in separate runs, at the node's ingress (the LB
  * host's work only), plus a run counted at the LB host's own ingress (the generator alone).
  * The two runs compared (plain and VIP at one counting point) go back to back, their order
@@ -24,17 +28,22 @@
  *
  *   node --import tsx bench/lab-packet-rate.bench.ts [--seconds 3] [--rounds 3]
  *
+ * Also `bpftool prog run` (BPF_PROG_TEST_RUN) of the program over one VIP packet: the
+ * program's own cost per packet, without a driver or a copy.
+ *
  * Needs root, ip, nft and trafgen (Debian netsniff-ng; installed with apt-get when missing,
  * and it says so). trafgen runs with --no-sock-mem (it leaves the machine's socket memory settings
  * alone), --notouch-irq, one process, at most 2^26 packets and for `--seconds`. Traffic goes only to
  * documentation addresses inside the lab's own namespaces.
  */
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { labDown, labUp } from "../src/lab/lab-runner.ts";
+import { labDown, labRestart, labUp } from "../src/lab/lab-runner.ts";
+import { buildXdpObject } from "../src/lb-host/xdp/xdp-object.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 import {
   benchArg,
@@ -42,6 +51,7 @@ import {
   benchMedian,
   benchPrerequisites,
   labHostShell,
+  xdpForwarded,
 } from "./lab-bench-setup.ts";
 
 const SECONDS = Math.min(benchArg("seconds", 3), 30);
@@ -130,7 +140,26 @@ function generate(config: string, where: { host: string; device: string }, timeF
 async function main(): Promise<void> {
   if (!benchPrerequisites("lab-packet-rate", { ip: "iproute2", nft: "nftables", trafgen: "netsniff-ng" }))
     return;
-  const options = benchLabOptions(REPO);
+  const xdpDir = mkdtempSync(join(tmpdir(), "plb-xdpbench-"));
+  const bpffs = join(xdpDir, "bpffs");
+  mkdirSync(bpffs);
+  const pin = join(bpffs, "passlb");
+  const object = join(xdpDir, "passlb-xdp.o");
+  if (spawnSync("mount", ["-t", "bpf", "bpf", bpffs]).status !== 0) throw new Error("cannot mount a bpffs");
+  await buildXdpObject(object);
+  const options = {
+    ...benchLabOptions(REPO),
+    // the XDP fast path in front of the nftables table; no drift check, so the benchmark may
+    // detach it for the plain and nftables runs
+    lbArgs: [
+      "--dataplane=xdp",
+      "--xdp-interface=plbc0",
+      `--xdp-pin-dir=${pin}`,
+      `--xdp-object=${object}`,
+      "--drift-check-ms=0",
+      "--counters-ms=0",
+    ],
+  };
   try {
     const state = await labUp(join(REPO, "bench/lab/packet-rate-topology.yaml"), options);
     const read = await readManifests([state.manifestsDir], async () => "");
@@ -158,15 +187,47 @@ async function main(): Promise<void> {
       );
       return file;
     };
+    // the node's address resolved (the first apply saw none), then a restart adopts the maps and
+    // writes the next hop; node-1's veth end gets a program (veth drops redirected frames to a
+    // peer without one: drivers/net/veth.c veth_xdp_xmit)
+    const node = state.layout.nodes[0]!;
+    sh.exec("lb", ["arping", "-c", "1", "-w", "2", "-I", "plbnodes", node.ipv4]);
+    await new Promise((r) => setTimeout(r, 2000));
+    await labRestart(state, "lb", "lb", { repoRoot: REPO });
+    await new Promise((r) => setTimeout(r, 3000));
+    sh.exec("node-1", [
+      "ip",
+      "link",
+      "set",
+      "dev",
+      "eth0",
+      "xdpdrv",
+      "pinned",
+      `${pin}/prog/passlb_xdp_pass`,
+    ]);
+    const xdp = (on: boolean) =>
+      sh.exec(
+        "lb",
+        on
+          ? ["ip", "-force", "link", "set", "dev", "plbc0", "xdpdrv", "pinned", `${pin}/prog/passlb_xdp`]
+          : ["ip", "link", "set", "dev", "plbc0", "xdpdrv", "off"],
+      );
     const atPod = { host: pod.name, device: "eth0" };
     const atNode = { host: "node-1", device: "eth0" };
     const atLb = { host: "lb", device: "plbc0" };
     const runs = [
-      { name: "plain routing, counted at the pod", config: config(pod.ipv4), where: atPod },
-      { name: "passlb VIP, counted at the pod", config: config(vip), where: atPod },
-      { name: "plain routing, counted at the node", config: config(pod.ipv4), where: atNode },
-      { name: "passlb VIP, counted at the node", config: config(vip), where: atNode },
-      { name: "generator only, counted at the LB host's ingress", config: config(vip), where: atLb },
+      { name: "plain routing, counted at the pod", config: config(pod.ipv4), where: atPod, xdp: false },
+      { name: "passlb VIP, counted at the pod", config: config(vip), where: atPod, xdp: false },
+      { name: "plain routing, counted at the node", config: config(pod.ipv4), where: atNode, xdp: false },
+      { name: "passlb VIP, counted at the node", config: config(vip), where: atNode, xdp: false },
+      {
+        name: "generator only, counted at the LB host's ingress",
+        config: config(vip),
+        where: atLb,
+        xdp: false,
+      },
+      { name: "passlb XDP, counted at the pod", config: config(vip), where: atPod, xdp: true },
+      { name: "passlb XDP, counted at the node", config: config(vip), where: atNode, xdp: true },
     ];
     // the LB and the agent have just started: let them settle (first probes, first syncs)
     await new Promise((r) => setTimeout(r, 5000));
@@ -178,13 +239,16 @@ async function main(): Promise<void> {
     for (let r = 0; r < ROUNDS; r++) {
       // the pairs that are compared (plain and VIP at one counting point) run back to back,
       // their order swapped every round; the pairs and the generator-only run rotate
-      const groups = [[runs[0]!, runs[1]!], [runs[2]!, runs[3]!], [runs[4]!]].map((g) =>
+      const groups = [[runs[0]!, runs[1]!, runs[5]!], [runs[2]!, runs[3]!, runs[6]!], [runs[4]!]].map((g) =>
         r % 2 === 0 ? g : [...g].reverse(),
       );
       const order = groups.flatMap((_, i) => groups[(i + r) % groups.length]!);
       const load = loadavg()[0]!.toFixed(1);
       for (const run of order) {
+        xdp(run.xdp);
+        const before = run.xdp ? xdpForwarded(pin) : 0;
         const x = generate(run.config, run.where, timeFile);
+        if (run.xdp) say(`  (XDP forwarded ${xdpForwarded(pin) - before} packets itself in this run)`);
         results.get(run.name)!.push(x);
         say(
           `  round ${r + 1} (load ${load}) ${run.name}: ${x.pps.toFixed(0)} packets/s, ${x.nsPerPacket.toFixed(0)} ns CPU/packet`,
@@ -199,7 +263,7 @@ async function main(): Promise<void> {
     say("| run | packets/s | × plain (same counting point) | CPU ns/packet (whole path) |");
     say("| --- | ---: | ---: | ---: |");
     for (const [i, run] of runs.entries()) {
-      const base = i === 1 ? of(0) : i === 3 ? of(2) : of(i);
+      const base = i === 1 || i === 5 ? of(0) : i === 3 || i === 6 ? of(2) : of(i);
       say(
         `| ${run.name} | ${benchMedian(of(i).map((x) => x.pps)).toFixed(0)} | ${ratio(of(i), base, (x) => x.pps).toFixed(2)} | ${benchMedian(of(i).map((x) => x.nsPerPacket)).toFixed(0)} |`,
       );
@@ -213,11 +277,93 @@ async function main(): Promise<void> {
       `passlb / plain packet rate through the LB host (counted at the node) ${ratio(of(3), of(2), (x) => x.pps).toFixed(2)}`,
     );
     say(
-      `LB host CPU per packet (counted at the node − generator only): plain routing ${lbShare(2).toFixed(0)} ns, passlb ${lbShare(3).toFixed(0)} ns`,
+      `LB host CPU per packet (counted at the node − generator only): plain routing ${lbShare(2).toFixed(0)} ns, passlb ${lbShare(3).toFixed(0)} ns, passlb XDP ${lbShare(6).toFixed(0)} ns`,
     );
+    const lbRatio = (i: number) =>
+      benchMedian(
+        of(i).map(
+          (x, k) => (x.nsPerPacket - of(4)[k]!.nsPerPacket) / (of(2)[k]!.nsPerPacket - of(4)[k]!.nsPerPacket),
+        ),
+      );
+    say(
+      `LB host CPU per packet × plain routing (per-round ratios): nftables ${lbRatio(3).toFixed(2)}, XDP ${lbRatio(6).toFixed(2)}`,
+    );
+    say(
+      `passlb XDP / plain packet rate at the pod ${ratio(of(5), of(0), (x) => x.pps).toFixed(2)}, through the LB host ${ratio(of(6), of(2), (x) => x.pps).toFixed(2)}; XDP / nftables through the LB host ${ratio(of(6), of(3), (x) => x.pps).toFixed(2)}`,
+    );
+    xdp(true);
+    say(progRun(pin, state.stateDir, gatewayMac, clientMac, client.ipv4, vip));
   } finally {
     if (process.env.KEEP_LAB !== "1") await labDown(LAB, options);
+    spawnSync("umount", [bpffs]);
+    rmSync(xdpDir, { recursive: true, force: true });
   }
+}
+
+/** `bpftool prog run` over one 64-byte-payload UDP packet to the VIP and one to another
+ * address, in the LB host's namespace (the ingress ifindex is plbc0's). A test run keeps the
+ * program's writes between repeats, so the TTL falls by one per repeat: 60 repeats from TTL
+ * 64 are all forwarded; the median of 200 such runs is the figure. */
+function progRun(pin: string, dir: string, dst: string, src: string, client: string, vip: string): string {
+  const mac = (m: string) => m.split(":").map((h) => Number.parseInt(h, 16));
+  const packet = (to: string) => {
+    const ip = Buffer.alloc(20);
+    ip[0] = 0x45;
+    ip.writeUInt16BE(20 + 8 + 64, 2);
+    ip[8] = 64;
+    ip[9] = 17;
+    Buffer.from(client.split(".").map(Number)).copy(ip, 12);
+    Buffer.from(to.split(".").map(Number)).copy(ip, 16);
+    const udp = Buffer.alloc(8 + 64, 0x2a);
+    udp.writeUInt16BE(10000, 0);
+    udp.writeUInt16BE(PORT, 2);
+    udp.writeUInt16BE(8 + 64, 4);
+    udp.writeUInt16BE(0, 6);
+    return Buffer.concat([Buffer.from([...mac(dst), ...mac(src), 0x08, 0x00]), ip, udp]);
+  };
+  const ifindex = (
+    JSON.parse(sh.exec("lb", ["ip", "-j", "link", "show", "plbc0"])) as { ifindex: number }[]
+  )[0]!.ifindex;
+  const lines: string[] = [];
+  for (const [what, to] of [
+    ["VIP packet (forwarded)", vip],
+    ["not a VIP (passed)", "198.51.100.250"],
+  ] as const) {
+    const data = join(dir, "progrun.bin");
+    const ctx = join(dir, "progrun.ctx");
+    const p = packet(to);
+    writeFileSync(data, p);
+    const c = Buffer.alloc(24);
+    c.writeUInt32LE(p.length, 4);
+    c.writeUInt32LE(ifindex, 12);
+    writeFileSync(ctx, c);
+    const ns: number[] = [];
+    let action = "";
+    for (let i = 0; i < 200; i++) {
+      const out = sh.exec("lb", [
+        "bpftool",
+        "prog",
+        "run",
+        "pinned",
+        `${pin}/prog/passlb_xdp`,
+        "data_in",
+        data,
+        "ctx_in",
+        ctx,
+        "repeat",
+        "60",
+      ]);
+      const m = /Return value: (\d+), duration[^:]*: (\d+)ns/.exec(out);
+      if (m) {
+        action = m[1]!;
+        ns.push(Number(m[2]));
+      }
+    }
+    lines.push(
+      `bpftool prog run, ${what}: XDP action ${action}, median ${benchMedian(ns)} ns per packet (200 runs × 60 repeats)`,
+    );
+  }
+  return lines.join("\n");
 }
 
 await main();

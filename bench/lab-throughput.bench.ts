@@ -8,13 +8,18 @@
  *   - passlb: the client talks to the Service's VIP; when this build has `passlb lb` the LB
  *     host runs it, else the LB host routes the VIP to the node; the node runs passlb's
  *     agent DNAT (inet passlb-agent) to the pod — the report says which;
+ *   - passlb XDP: the same VIP with the LB host on `--dataplane xdp` (the XDP program on its
+ *     client ports; detached for the other paths, which then run exactly as without it;
+ *     docs/dataplane-xdp.md). Without clang or bpftool this path is left out and said so.
+ *     Every path runs with the clients' TX checksum offload off (a frame XDP redirects on veth
+ *     loses CHECKSUM_PARTIAL: docs/dataplane-xdp.md "veth"), so the paths stay comparable;
  *   - HAProxy in TCP mode in the LB namespace, proxying to the pod.
  * Throughput: one iperf3 TCP stream (`-t SECONDS`). Connection rate: wrk with
  * `Connection: close` (a new TCP connection per request) against an HAProxy HTTP responder
  * in the pod, from one client, then from all four clients at once (each `--connections`);
  * the clients use timestamps without random offsets (lab-bench-setup.ts clientSysctls).
  * Targets (issue 17): passlb ≥ 0.9 × plain throughput and ≥ 2 × HAProxy's; connection rate
- * ≥ 0.95 × plain and ≥ 1.2 × HAProxy's.
+ * ≥ 0.95 × plain and ≥ 1.2 × HAProxy's; (issue 27) the XDP path ≥ 1.0 × plain, both.
  *
  *   node --import tsx bench/lab-throughput.bench.ts [--seconds 5] [--rounds 3] [--connections 32]
  *
@@ -23,13 +28,21 @@
  * goes only to documentation addresses inside the lab's own namespaces.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { labDown, labUp } from "../src/lab/lab-runner.ts";
+import { labDown, labRestart, labUp } from "../src/lab/lab-runner.ts";
+import { buildXdpObject } from "../src/lb-host/xdp/xdp-object.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
-import { clientSysctls, labHostShell, podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
+import {
+  clientSysctls,
+  labHostShell,
+  podHttpResponder,
+  shortConnectionSysctls,
+  xdpForwarded,
+} from "./lab-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -136,14 +149,43 @@ async function wrk(
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+const CLIENT_PORTS = ["plbc0", "plbc1", "plbc2", "plbc3"]; // the LB's ends (src/lab/lab-layout.ts)
+
+/** the XDP path's setup, when clang, bpftool and ethtool are there: a bpffs, the object */
+async function xdpSetup(): Promise<{ dir: string; pin: string; object: string } | undefined> {
+  for (const t of ["clang", "bpftool", "ethtool"])
+    if (spawnSync("sh", ["-c", `command -v ${t}`]).status !== 0) {
+      say(`lab-throughput: the XDP path is left out: ${t} is not installed`);
+      return undefined;
+    }
+  const dir = mkdtempSync(join(tmpdir(), "plb-xdptput-"));
+  mkdirSync(join(dir, "bpffs"));
+  if (spawnSync("mount", ["-t", "bpf", "bpf", join(dir, "bpffs")]).status !== 0)
+    throw new Error("cannot mount a bpffs");
+  const object = join(dir, "passlb-xdp.o");
+  await buildXdpObject(object);
+  return { dir, pin: join(dir, "bpffs", "passlb"), object };
+}
+
 async function main(): Promise<void> {
   if (!prerequisites()) return;
+  const xdpBuild = await xdpSetup();
   const options = {
     repoRoot: REPO,
     agents: true,
     lb: true,
     agentArgs: ["--dataplane=nftables"],
-    lbArgs: ["--dataplane=nftables"],
+    // no drift check with XDP, so the benchmark may detach the program for the other paths
+    lbArgs: xdpBuild
+      ? [
+          "--dataplane=xdp",
+          ...CLIENT_PORTS.map((p) => `--xdp-interface=${p}`),
+          `--xdp-pin-dir=${xdpBuild.pin}`,
+          `--xdp-object=${xdpBuild.object}`,
+          "--drift-check-ms=0",
+          "--counters-ms=0",
+        ]
+      : ["--dataplane=nftables"],
   };
   try {
     const state = await labUp(TOPOLOGY, options);
@@ -193,12 +235,16 @@ async function main(): Promise<void> {
     await waitListening("server", 5201);
     await waitListening("server", 8080);
     await waitListening("lb", 80);
+    const xdp = xdpBuild ? await xdpPath(state, xdpBuild.pin, clients) : () => {};
 
     const passlbName = "passlb (passlb lb + agent DNAT)";
     const variants = [
-      { name: "plain routing", target: pod.ipv4, port: 8080 },
-      { name: passlbName, target: vip, port: 80 },
-      { name: "HAProxy (TCP mode, LB host)", target: HAPROXY_VIP, port: 80 },
+      { name: "plain routing", target: pod.ipv4, port: 8080, xdp: false },
+      { name: passlbName, target: vip, port: 80, xdp: false },
+      { name: "HAProxy (TCP mode, LB host)", target: HAPROXY_VIP, port: 80, xdp: false },
+      ...(xdpBuild
+        ? [{ name: "passlb XDP (lb --dataplane xdp + agent DNAT)", target: vip, port: 80, xdp: true }]
+        : []),
     ];
     const gbps = new Map<string, number[]>(variants.map((v) => [v.name, []]));
     const rate = new Map<string, number[]>(variants.map((v) => [v.name, []]));
@@ -210,6 +256,8 @@ async function main(): Promise<void> {
     );
     for (let r = 0; r < ROUNDS; r++)
       for (const v of variants) {
+        xdp(v.xdp);
+        const before = v.xdp && xdpBuild ? xdpForwarded(xdpBuild.pin) : 0;
         const g = iperf(v.target);
         const w = await wrk(clients.slice(0, 1), v.target, v.port);
         const many = await wrk(clients, v.target, v.port);
@@ -217,6 +265,7 @@ async function main(): Promise<void> {
         rate.get(v.name)!.push(w.rate);
         manyRate.get(v.name)!.push(many.rate);
         const errors = [w.errors, many.errors].filter(Boolean).join("; ");
+        if (v.xdp && xdpBuild) say(`  (XDP forwarded ${xdpForwarded(xdpBuild.pin) - before} packets itself)`);
         say(
           `  round ${r + 1} ${v.name}: ${g.toFixed(2)} Gbit/s, ${w.rate.toFixed(0)} conn/s one client, ${many.rate.toFixed(0)} conn/s ${clients.length} clients${errors ? ` (socket errors: ${errors})` : ""}`,
         );
@@ -224,7 +273,7 @@ async function main(): Promise<void> {
     // Load from other work on the machine drifts between rounds, so ratios are taken per
     // round (the three paths measured back to back) and their median reported.
     const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
-    const [plain, passlb, haproxy] = variants.map((v) => ({
+    const [plain, passlb, haproxy, fast] = variants.map((v) => ({
       g: gbps.get(v.name)!,
       r: rate.get(v.name)!,
       m: manyRate.get(v.name)!,
@@ -235,7 +284,7 @@ async function main(): Promise<void> {
     );
     say("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const [i, v] of variants.entries()) {
-      const m = [plain, passlb, haproxy][i]!;
+      const m = [plain, passlb, haproxy, fast][i]!;
       say(
         `| ${v.name} | ${median(m.g).toFixed(2)} | ${ratio(m.g, plain!.g).toFixed(2)} | ${median(m.r).toFixed(0)} | ${ratio(m.r, plain!.r).toFixed(2)} | ${median(m.m).toFixed(0)} | ${ratio(m.m, plain!.m).toFixed(2)} |`,
       );
@@ -256,9 +305,47 @@ async function main(): Promise<void> {
       `passlb / HAProxy connection rate, ${clients.length} clients ${ratio(passlb!.m, haproxy!.m).toFixed(2)} (target ≥ 1.2)`,
     );
     say(`passlb / HAProxy throughput ${ratio(passlb!.g, haproxy!.g).toFixed(2)} (target ≥ 2)`);
+    if (fast)
+      say(
+        `passlb XDP / plain: throughput ${ratio(fast.g, plain!.g).toFixed(2)}, connection rate one client ${ratio(fast.r, plain!.r).toFixed(2)}, ${clients.length} clients ${ratio(fast.m, plain!.m).toFixed(2)} (target ≥ 1.0 each)`,
+      );
   } finally {
     if (process.env.KEEP_LAB !== "1") await labDown("bench", options);
+    if (xdpBuild) {
+      spawnSync("umount", [join(xdpBuild.dir, "bpffs")]);
+      rmSync(xdpBuild.dir, { recursive: true, force: true });
+    }
   }
+}
+
+/** Readies the XDP path (docs/dataplane-xdp.md "veth"): the node's address resolved and a
+ * restart so the LB writes its next hop, the clients' TX checksums computed in software, the
+ * pass-through program on the node's veth end. Returns a switch for the LB's program. */
+async function xdpPath(
+  state: Awaited<ReturnType<typeof labUp>>,
+  pin: string,
+  clients: readonly string[],
+): Promise<(on: boolean) => void> {
+  const node = state.layout.nodes[0]!;
+  exec("lb", ["arping", "-c", "1", "-w", "2", "-I", "plbnodes", node.ipv4]);
+  await new Promise((r) => setTimeout(r, 2000));
+  await labRestart(state, "lb", "lb", { repoRoot: REPO });
+  await new Promise((r) => setTimeout(r, 3000));
+  for (const c of clients) exec(c, ["ethtool", "-K", "eth0", "tx", "off"]);
+  exec("node-1", ["ip", "link", "set", "dev", "eth0", "xdpdrv", "pinned", `${pin}/prog/passlb_xdp_pass`]);
+  return (on: boolean) => {
+    for (const port of CLIENT_PORTS)
+      exec(
+        "lb",
+        on
+          ? ["ip", "-force", "link", "set", "dev", port, "xdpdrv", "pinned", `${pin}/prog/passlb_xdp`]
+          : ["ip", "link", "set", "dev", port, "xdpdrv", "off"],
+      );
+    if (on) {
+      const id = exec("lb", ["ip", "-j", "link", "show", "dev", CLIENT_PORTS[0]!]);
+      if (!id.includes('"xdp"')) throw new Error("the XDP program is not attached to plbc0");
+    }
+  };
 }
 
 await main();

@@ -6,8 +6,8 @@
 // that changed owner. Cases come from a fixed linear congruential generator, so the
 // figures are reproducible. Does not: time anything (see maglev.bench.ts).
 
-import { type MaglevTable, maglevTable, slotsMoved } from "../src/dataplane/maglev.ts";
-import { nextPrime } from "../src/dataplane/maglev-size.ts";
+import { type MaglevTable, maglevTable, slotsMoved } from "../src/forwarding/maglev.ts";
+import { nextPrime } from "../src/forwarding/maglev-size.ts";
 
 const casesArg = process.argv.indexOf("--cases");
 const CASES = casesArg > 0 ? Number(process.argv[casesArg + 1]) : 400;

@@ -10,8 +10,8 @@
 import { cpus, loadavg } from "node:os";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { type MaglevBackend, maglevTable } from "../src/dataplane/maglev.ts";
-import { finalMix32, hashString } from "../src/dataplane/maglev-hash.ts";
+import { type MaglevBackend, maglevTable } from "../src/forwarding/maglev.ts";
+import { finalMix32, hashString } from "../src/forwarding/maglev-hash.ts";
 
 const runsArg = process.argv.indexOf("--runs");
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 30;

@@ -27,10 +27,12 @@ import { Session } from "node:inspector";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { HealthState } from "../src/dataplane/forwarding-state.ts";
-import { LbController } from "../src/dataplane/lb-controller.ts";
-import { createNftApplier } from "../src/dataplane/nft-applier.ts";
-import { kernelTableSize } from "../src/dataplane/render/kernel-table-size.ts";
+import { createNftDriver } from "../src/drivers/nft.ts";
+import { nftScript, type Transaction } from "../src/drivers/nft-transaction.ts";
+import type { HealthState } from "../src/forwarding/forwarding-state.ts";
+import { realClock } from "../src/health/clock.ts";
+import { LbController } from "../src/lb-host/nftables/lb-controller.ts";
+import { kernelTableSize } from "../src/lb-host/nftables/render/kernel-table-size.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../test/netns.ts";
 import { benchCluster } from "./nft-bench-cluster.ts";
 
@@ -220,18 +222,18 @@ async function runShape(SERVICES: number, NODES: number, local: boolean): Promis
   try {
     const snapshot = makeSnapshot(SERVICES, NODES, local);
     const health = new Map<string, HealthState>();
-    const nft = createNftApplier({ netns: ns });
+    const nft = createNftDriver({ netns: ns });
     let applied = "";
     let nftMs = 0;
     let healthVersion = 0;
     const recording = {
-      apply: async (s: string) => {
-        applied = s;
+      run: async (tx: Transaction) => {
         const t = performance.now();
-        await nft.apply(s);
+        await nft.run(tx);
         nftMs = performance.now() - t;
+        applied = nftScript(tx);
       },
-      check: (s: string) => nft.check(s),
+      check: (tx: Transaction) => nft.check(tx),
       dump: (t: string, o?: { terse?: boolean }) => nft.dump(t, o),
       counters: (t: string) => nft.counters(t),
     };
@@ -244,11 +246,7 @@ async function runShape(SERVICES: number, NODES: number, local: boolean): Promis
         subscribe: () => () => {},
         version: () => healthVersion,
       },
-      timers: {
-        setTimeout: (fn, d) => setTimeout(fn, d),
-        clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-      },
-      now: () => performance.now(),
+      clock: realClock(),
       sizeFor: kernelTableSize(),
       driftCheckMs: 0,
     });

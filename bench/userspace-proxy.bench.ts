@@ -1,4 +1,4 @@
-// Benchmark: the userspace LB (src/dataplane/userspace/userspace-lb.ts) against HAProxy in
+// Benchmark: the userspace LB (src/lb-host/userspace/userspace-lb.ts) against HAProxy in
 // TCP mode, on loopback, in the same run. Three paths to one backend process:
 //   direct   client → backend 127.0.5.2:18000
 //   haproxy  client → haproxy 127.0.5.3:18080 → backend   (mode tcp, nbthread 1)
@@ -24,8 +24,8 @@ import { connect, createServer, type Socket } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ALL_UNKNOWN, serviceForwarding } from "../src/dataplane/forwarding-state.ts";
-import { UserspaceLb } from "../src/dataplane/userspace/userspace-lb.ts";
+import { ALL_UNKNOWN, serviceForwarding } from "../src/forwarding/forwarding-state.ts";
+import { UserspaceLb } from "../src/lb-host/userspace/userspace-lb.ts";
 import type { LoadBalancerPlan } from "../src/plan/load-balancer-plan.ts";
 
 const BACKEND = { host: "127.0.5.2", port: 18000 };

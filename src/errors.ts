@@ -14,6 +14,8 @@ export const ERROR_CODES = {
   conntrack_unavailable: "the conntrack command (Debian package conntrack) is not available",
   route_failed: "ip refused a policy-routing update (rule or route for a node mark)",
   tunnel_failed: "ip could not create or raise a tunnel device (encap on the LB host, decap on a node)",
+  bpf_unavailable: "bpftool, ip with XDP support, a bpffs mount or the compiled XDP program is missing",
+  bpf_failed: "bpftool or ip refused to load, attach or update the XDP program or its maps",
   conntrack_sysctl_failed: "the kernel's conntrack sizes could not be read or nf_conntrack_max set",
   api_unreachable: "the Kubernetes API server could not be reached",
   api_config_invalid: "the kubeconfig or in-cluster configuration could not be loaded",

@@ -2,7 +2,8 @@
  * Azure scenarios: each folder under test/fixtures/azure/ holds `service.yaml` (the `-f`
  * manifests), `scenario.json` (`covers`: the spec rule it pins; `options`: AzureOptions
  * overrides) and `expected.golden.json` (what `planAzure` returns, reviewed against
- * ../shared/specs/azure-probes.md). `UPDATE_GOLDEN=1` rewrites the goldens.
+ * cloud-provider-azure `pkg/provider/azure_loadbalancer_healthprobe.go` and
+ * `azure_loadbalancer.go`, as docs/providers-azure.md describes). `UPDATE_GOLDEN=1` rewrites the goldens.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";

@@ -12,10 +12,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { type NftLbFlags, runNftablesLb } from "../src/cli/lb-nftables.ts";
-import { conntrackSizing } from "../src/dataplane/conntrack-sizing.ts";
-import { type ConntrackSysctl, createConntrackSysctl } from "../src/dataplane/conntrack-sysctl.ts";
-import { FakeNftApplier } from "../src/dataplane/fake-nft-applier.ts";
+import { type ConntrackSysctl, createConntrackSysctl } from "../src/drivers/conntrack-sysctl.ts";
+import { FakeNft } from "../src/drivers/fake-nft.ts";
 import { PasslbError } from "../src/errors.ts";
+import { conntrackSizing } from "../src/lb-host/conntrack-sizing.ts";
 import { kernelSkipReason, withNetns } from "./netns.ts";
 
 test("sizing: the default relation passes; max below the bucket count is a warning naming both", () => {
@@ -70,7 +70,7 @@ test("sysctl adapter on the real kernel: sizes read; a write from a non-initial 
   assert.ok(sizes.max > 0 && sizes.buckets > 0, JSON.stringify(sizes));
   await withNetns("ct", async (ns) => {
     // the same value back: nothing would change even if the kernel allowed it
-    const script = `import { createConntrackSysctl } from ${JSON.stringify(`${process.cwd()}/src/dataplane/conntrack-sysctl.ts`)};
+    const script = `import { createConntrackSysctl } from ${JSON.stringify(`${process.cwd()}/src/drivers/conntrack-sysctl.ts`)};
       const ct = createConntrackSysctl();
       const s = await ct.read();
       try { await ct.writeMax(s.max); console.log("written"); } catch (e) { console.log(e.code, e.message); }`;
@@ -127,7 +127,7 @@ async function lb(flags: Partial<NftLbFlags>, conntrack: FakeConntrack) {
   };
   const stop = new AbortController();
   const code = await runNftablesLb({ ...FLAGS, ...flags }, io, () => stop.signal, undefined, undefined, {
-    nft: new FakeNftApplier(),
+    nft: new FakeNft(),
     conntrack,
   });
   return { code, stderr };

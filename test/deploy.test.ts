@@ -19,7 +19,6 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { test } from "node:test";
 import { parseAllDocuments } from "yaml";
-import { parseBindAddress } from "../src/cli/agent-command.ts";
 import { buildProgram } from "../src/cli/program.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import {
@@ -27,6 +26,7 @@ import {
   LoadBalancerIPPoolStatusSchema,
 } from "../src/k8s/load-balancer-ip-pool.ts";
 import { poolsFromCluster } from "../src/kubectl/ip-pools.ts";
+import { parseBindAddress } from "../src/node-agent/agent-config.ts";
 import { validateAgainst } from "./support/openapi-check.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -209,7 +209,22 @@ test("RBAC: no wildcards, a comment on every rule, and least privilege per ident
     [["passlb-controller"]],
   );
   const lb = grants(rules("rbac-lb.yaml", "ClusterRole", "passlb-lb"));
-  for (const g of lb) assert.ok(/:(get|list|watch)$/.test(g), `the LB hosts only read: ${g}`);
+  // the LB hosts read, create Events (their wire checks' findings, src/cli/lb-events.ts) and
+  // write only their conditions on the BGP objects' /status
+  for (const g of lb)
+    assert.ok(
+      /:(get|list|watch)$/.test(g) ||
+        g === "/events:create" ||
+        /^passlb\.io\/loadbalancerbgp(peers|advertisements)\/status:patch$/.test(g),
+      `the LB hosts only read (create Events, patch the BGP objects' status): ${g}`,
+    );
+  // Secrets: list only, by name, in passlb's namespace (a Role, not the ClusterRole)
+  assert.ok(![...lb].some((g) => g.includes("secrets")), "no cluster-wide Secret access");
+  const secrets = rules("rbac-lb.yaml", "Role", "passlb-lb-secrets");
+  assert.deepEqual(
+    secrets.map((r) => [r.resources, r.verbs, r.resourceNames]),
+    [[["secrets"], ["list"], ["passlb-bgp-password"]]],
+  );
   const optional = grants(rules(rbacFiles[2] as string, "ClusterRole", "passlb-controller-endpointslices"));
   assert.ok(optional.has("/pods:watch") && optional.has("discovery.k8s.io/endpointslices:create"));
 });
@@ -488,10 +503,10 @@ test("least privilege: the LB runs with exactly the capabilities its commands us
     }
   // and the code runs those tools and no other privileged one
   const used = [
-    "src/dataplane/nft-applier.ts",
-    "src/dataplane/policy-routes.ts",
+    "src/drivers/nft.ts",
+    "src/drivers/ip-routes.ts",
     "src/announce/vip-addresses.ts",
-    "src/announce/keepalived-driver.ts",
+    "src/drivers/keepalived-driver.ts",
   ]
     .map((f) => readFileSync(join(ROOT, f), "utf8"))
     .join("\n");
@@ -561,9 +576,18 @@ test("the Dockerfile builds from files that exist and installs what the LB host 
   assert.deepEqual(bases, ["node:24-trixie-slim", "node:24-trixie-slim"]);
   assert.match(text, /npm ci/);
   assert.match(text, /npm run build/);
-  for (const pkg of ["nftables", "iproute2", "iputils-arping", "conntrack", "bird2", "keepalived"])
+  // ndisc6 and tcpdump: the wire checks (src/announce/wire-checker.ts, vrrp-watch.ts)
+  for (const pkg of [
+    "nftables",
+    "iproute2",
+    "iputils-arping",
+    "conntrack",
+    "bird2",
+    "keepalived",
+    "ndisc6",
+    "tcpdump",
+  ])
     assert.match(text, new RegExp(`\\b${pkg}\\b`));
-  assert.doesNotMatch(text, /\bndisc6\b/, "no tool the code does not run");
   assert.match(text, /^USER 65532/m);
   assert.match(text, /^ENTRYPOINT \["passlb"\]$/m);
   for (const m of text.matchAll(/ln -s \/opt\/passlb\/(\S+)/g))

@@ -1,9 +1,10 @@
 /**
  * GKE plan scenarios: each folder under test/fixtures/gke/ holds `input.yaml` (manifests),
  * `scenario.json` (GKE options, optional generated nodes/endpoints, and a hand-written
- * `expect` summary taken from specs/gke-l4.md) and `expected.golden.json` (the full plan, golden; Biome leaves *.golden.json alone) and
- * `expected-explain.txt` (the text page with --explain).
- * The summary is checked first so a golden can never silently drift from the spec's figures.
+ * `expect` summary taken from docs/providers-gke.md and the upstream sources it names) and
+ * `expected.golden.json` (the full plan, golden; Biome leaves *.golden.json alone) and `expected-explain.txt`
+ * (the text page with --explain). The summary is checked first so a golden can never silently drift from the
+ * spec's figures.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";

@@ -12,6 +12,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
+import { decodeBgpAdvertisement } from "../src/k8s/load-balancer-bgp-advertisement.ts";
 import { decodeBgpPeer } from "../src/k8s/load-balancer-bgp-peer.ts";
 import { LoadBalancerIPPoolSchema } from "../src/k8s/load-balancer-ip-pool.ts";
 import { assertGolden } from "./golden.ts";
@@ -27,6 +28,7 @@ const schemaOf = (file: string) =>
   ).spec.versions[0]?.schema.openAPIV3Schema;
 const poolSchema = schemaOf("deploy/crd-loadbalancerippools.yaml");
 const peerSchema = schemaOf("deploy/crd-loadbalancerbgppeers.yaml");
+const advertisementSchema = schemaOf("deploy/crd-loadbalancerbgpadvertisements.yaml");
 
 for (const name of readdirSync(ROOT).sort()) {
   const dir = join(ROOT, name);
@@ -51,8 +53,38 @@ for (const name of readdirSync(ROOT).sort()) {
         assert.deepEqual(decodeBgpPeer(p).problems, [], JSON.stringify(p));
         continue;
       }
+      if ((p as { kind?: string }).kind === "LoadBalancerBGPAdvertisement") {
+        assert.deepEqual(validateAgainst(advertisementSchema, p), [], JSON.stringify(p));
+        assert.deepEqual(decodeBgpAdvertisement(p).problems, [], JSON.stringify(p));
+        continue;
+      }
       assert.deepEqual(validateAgainst(poolSchema, p), [], JSON.stringify(p));
       assert.ok(LoadBalancerIPPoolSchema.safeParse(p).success, JSON.stringify(p));
     }
   });
 }
+
+test("TCP MD5 keys are never printed: not in passlb import's report, not in passlb plan", async () => {
+  const imported = await runCli(["import", "-f", join(ROOT, "metallb-bgp-every-field", "metallb.yaml")]);
+  assert.equal(imported.exitCode, 0);
+  assert.match(imported.stdout, /password: rr key/, "the object to apply carries it");
+  assert.doesNotMatch(imported.stderr, /rr key/, "the report does not");
+  for (const output of ["yaml", "json", "text"]) {
+    const dir = "test/fixtures/plan/announce-bgp";
+    const plan = await runCli([
+      "plan",
+      "-f",
+      "test/fixtures/plan/_base",
+      "-f",
+      join(dir, "input.yaml"),
+      "--announce",
+      "bgp",
+      "--peer-label",
+      "passlb.io/lb-host",
+      ...(output === "text" ? [] : ["-o", output]),
+    ]);
+    assert.equal(plan.exitCode, 0, plan.stderr);
+    assert.doesNotMatch(plan.stdout + plan.stderr, /plan-must-not-print-this-key/, output);
+    assert.match(plan.stdout, /tor-r1/, "the peer is shown, by name");
+  }
+});

@@ -19,14 +19,16 @@ import fc from "fast-check";
 import { stringify } from "yaml";
 import { runAzure } from "../src/cli/provider-azure.ts";
 import { runGke } from "../src/cli/provider-gke.ts";
-import { agentRulesFromSnapshot } from "../src/dataplane/agent-rules-snapshot.ts";
-import { agentRuleset } from "../src/dataplane/agent-ruleset.ts";
-import { LbController } from "../src/dataplane/lb-controller.ts";
-import type { NftApplier } from "../src/dataplane/nft-applier.ts";
-import { kernelTableSize } from "../src/dataplane/render/kernel-table-size.ts";
+import type { NftDriver } from "../src/drivers/nft.ts";
+import { nftScript } from "../src/drivers/nft-transaction.ts";
+import { FakeClock } from "../src/health/clock.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
 import { parseDocuments } from "../src/k8s/documents.ts";
 import type { Snapshot } from "../src/k8s/snapshot.ts";
+import { LbController } from "../src/lb-host/nftables/lb-controller.ts";
+import { kernelTableSize } from "../src/lb-host/nftables/render/kernel-table-size.ts";
+import { agentRulesFromSnapshot } from "../src/node-agent/agent-rules-snapshot.ts";
+import { agentRuleset } from "../src/node-agent/agent-ruleset.ts";
 import { renderPlansText } from "../src/plan/plan-text.ts";
 import { createPlanCache, planSnapshot } from "../src/plan/planner.ts";
 
@@ -386,9 +388,9 @@ export async function runPipeline(text: string, table = "passlb"): Promise<Pipel
   runAzure(snapshot, {}, { output: "text", explain: true }, capture);
   runAzure(snapshot, {}, { output: "yaml", explain: false }, capture);
   let lbScript = "";
-  const nft: NftApplier = {
-    apply: async (s) => {
-      lbScript = s;
+  const nft: NftDriver = {
+    run: async (tx) => {
+      lbScript = nftScript(tx);
     },
     check: async () => {},
     dump: async () => undefined,
@@ -398,8 +400,7 @@ export async function runPipeline(text: string, table = "passlb"): Promise<Pipel
     table,
     seed: 1,
     nft,
-    timers: { setTimeout: () => 0, clearTimeout: () => {} },
-    now: () => 0,
+    clock: new FakeClock(), // never advanced: the fuzz calls syncOnce itself
     sizeFor: kernelTableSize(),
     driftCheckMs: 0,
   });

@@ -1,5 +1,5 @@
 /**
- * The NftApplier contract, run against the fake and — as root — against the real nft in a
+ * The NftDriver contract at the controller level, run against the fake and — as root — against the real nft in a
  * throwaway namespace: full apply, incremental apply, drift → reconverge, adoption by a new
  * controller without a flush, missing table, refused transactions classified as
  * `nft_failed`. Plus the policy-routes adapter against the real `ip` (root only).
@@ -8,30 +8,34 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { test } from "node:test";
 import { readManifests } from "../src/cluster/manifest-files.ts";
-import { encapRouteSpec, forwardFromFlags } from "../src/dataplane/encap.ts";
-import { FakeNftApplier } from "../src/dataplane/fake-nft-applier.ts";
-import type { HealthState } from "../src/dataplane/forwarding-state.ts";
-import { LbController } from "../src/dataplane/lb-controller.ts";
-import { createNftApplier, type NftApplier } from "../src/dataplane/nft-applier.ts";
-import { createNftGenerationWatch } from "../src/dataplane/nft-generation.ts";
-import { createPolicyRoutes, RULE_PREF } from "../src/dataplane/policy-routes.ts";
-import { expectedRouting, routingDrift } from "../src/dataplane/route-drift.ts";
+import { FakeNft } from "../src/drivers/fake-nft.ts";
+import { createPolicyRoutes } from "../src/drivers/ip-routes.ts";
+import { createNftDriver, type NftDriver } from "../src/drivers/nft.ts";
+import { type NftOp, nftScript, type Transaction, transaction } from "../src/drivers/nft-transaction.ts";
 import { PasslbError } from "../src/errors.ts";
+import type { HealthState } from "../src/forwarding/forwarding-state.ts";
+import { realClock } from "../src/health/clock.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
+import { LbController } from "../src/lb-host/nftables/lb-controller.ts";
+import { createNftGenerationWatch } from "../src/lb-host/nftables/nft-generation.ts";
+import { encapRouteSpec, forwardFromFlags } from "../src/lb-host/routing/encap.ts";
+import { RULE_PREF } from "../src/lb-host/routing/policy-routes.ts";
+import { expectedRouting, routingDrift } from "../src/lb-host/routing/route-drift.ts";
 import { kernelSkipReason, withNetns } from "./netns.ts";
 import { assertSameTable } from "./nft-table-assert.ts";
 
 const skip = kernelSkipReason();
+const SET_FLUSH: NftOp = { verb: "flush", object: { kind: "set", name: "s" } };
 
-class Recording implements NftApplier {
+class Recording implements NftDriver {
   readonly scripts: string[] = [];
-  constructor(readonly inner: NftApplier) {}
-  apply(script: string) {
-    this.scripts.push(script);
-    return this.inner.apply(script);
+  constructor(readonly inner: NftDriver) {}
+  run(tx: Transaction) {
+    this.scripts.push(nftScript(tx));
+    return this.inner.run(tx);
   }
-  check(script: string) {
-    return this.inner.check(script);
+  check(tx: Transaction) {
+    return this.inner.check(tx);
   }
   dump(table: string, options?: { terse?: boolean }) {
     return this.inner.dump(table, options);
@@ -53,7 +57,7 @@ async function snapshot() {
   return decodeDocuments(read.documents).snapshot;
 }
 
-function controllerFor(nft: NftApplier, states: Map<string, HealthState>) {
+function controllerFor(nft: NftDriver, states: Map<string, HealthState>) {
   return new LbController({
     table: "passlb",
     seed: 3,
@@ -62,16 +66,12 @@ function controllerFor(nft: NftApplier, states: Map<string, HealthState>) {
       lookup: (_s, _c, node) => ({ state: states.get(node) ?? "unknown" }),
       subscribe: () => () => {},
     },
-    timers: {
-      setTimeout: (fn, ms) => setTimeout(fn, ms),
-      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-    },
-    now: () => 0,
+    clock: realClock(),
     driftCheckMs: 0,
   });
 }
 
-async function contract(make: () => NftApplier) {
+async function contract(make: () => NftDriver) {
   const nft = new Recording(make());
   assert.equal(await nft.dump("passlb"), undefined, "no table yet");
   const states = new Map<string, HealthState>();
@@ -93,14 +93,14 @@ async function contract(make: () => NftApplier) {
   assert.doesNotMatch(nft.scripts.at(-1)!, /table/);
   assertSameTable(await nft.dump("passlb"), c.current!);
   // drift: someone flushes the table → detected → full sync converges
-  await nft.inner.apply("flush table inet passlb\n");
+  await nft.inner.run(transaction("passlb", [{ verb: "flush", object: { kind: "table" } }]));
   assert.match((await c.checkDrift()) ?? "", /rules changed/);
   const healed = await c.syncOnce();
   assert.equal(healed.kind === "ok" && healed.mode, "full");
   assertSameTable(await nft.dump("passlb"), c.current!);
   assert.equal(await c.checkDrift(), undefined);
   // drift: someone flushes one map (every new connection to a VIP fails) → the next check
-  await nft.inner.apply("flush map inet passlb dispatch4\n");
+  await nft.inner.run(transaction("passlb", [{ verb: "flush", object: { kind: "map", name: "dispatch4" } }]));
   assert.match((await c.checkDrift()) ?? "", /^set dispatch4 has 0 elements, not \d+$/);
   assert.equal((await c.syncOnce()).kind, "ok");
   assertSameTable(await nft.dump("passlb"), c.current!);
@@ -119,30 +119,40 @@ async function contract(make: () => NftApplier) {
   assertSameTable(await nft.dump("passlb"), next.current!);
   await next.stop();
   // refused transactions are nft_failed and change nothing
-  await assert.rejects(nft.apply("add element inet passlb nosuch { 1 }\n"), (e: unknown) => {
-    assert.ok(e instanceof PasslbError);
-    assert.equal(e.code, "nft_failed");
-    return true;
-  });
+  await assert.rejects(
+    nft.run(
+      transaction("passlb", [
+        { verb: "add", object: { kind: "element", set: "nosuch", elements: [{ key: "1" }] } },
+      ]),
+    ),
+    (e: unknown) => {
+      assert.ok(e instanceof PasslbError);
+      assert.equal(e.code, "nft_failed");
+      return true;
+    },
+  );
   assertSameTable(await nft.dump("passlb"), next.current!);
 }
 
 test("applier contract: fake", async () => {
-  await contract(() => new FakeNftApplier());
+  await contract(() => new FakeNft());
 });
 
 test("applier contract: real nft in a namespace", async (t) => {
   if (skip) return t.skip(skip);
-  await withNetns("ctr", (ns) => contract(() => createNftApplier({ netns: ns })));
+  await withNetns("ctr", (ns) => contract(() => createNftDriver({ netns: ns })));
 });
 
 test("a missing nft binary is nft_unavailable", async () => {
-  const nft = createNftApplier({ nft: "/nonexistent/plb-nft" });
-  await assert.rejects(nft.apply("add table inet passlb\n"), (e: unknown) => {
-    assert.ok(e instanceof PasslbError);
-    assert.equal(e.code, "nft_unavailable");
-    return true;
-  });
+  const nft = createNftDriver({ nft: "/nonexistent/plb-nft" });
+  await assert.rejects(
+    nft.run(transaction("passlb", [{ verb: "add", object: { kind: "table" } }])),
+    (e: unknown) => {
+      assert.ok(e instanceof PasslbError);
+      assert.equal(e.code, "nft_unavailable");
+      return true;
+    },
+  );
 });
 
 test("policy routes: rules and routes per node mark; stale ones removed", async (t) => {
@@ -278,19 +288,24 @@ test("nft generation watch: unknown until the monitor has seen a commit, then mo
   await withNetns("gen", async (ns) => {
     const watch = createNftGenerationWatch({ netns: ns, restartMs: 50 });
     t.after(() => watch.close());
-    const nft = createNftApplier({ netns: ns });
+    const nft = createNftDriver({ netns: ns });
     assert.equal(watch.token(), undefined);
     const until = async (ok: () => boolean) => {
       for (let i = 0; i < 200 && !ok(); i++) {
-        await nft.apply(
-          `add table inet plbgen\nadd set inet plbgen s { type mark; }\nflush set inet plbgen s\nadd element inet plbgen s { ${i + 1} }\n`,
+        await nft.run(
+          transaction("plbgen", [
+            { verb: "add", object: { kind: "table" } },
+            { verb: "add", object: { kind: "set", name: "s", decl: "type mark;" } },
+            SET_FLUSH,
+            { verb: "add", object: { kind: "element", set: "s", elements: [{ key: String(i + 1) }] } },
+          ]),
         );
         await new Promise((r) => setTimeout(r, 10));
       }
     };
     await until(() => watch.token() !== undefined); // the monitor subscribes a moment after its start
     const first = watch.token()!;
-    await nft.apply("flush set inet plbgen s\n");
+    await nft.run(transaction("plbgen", [SET_FLUSH]));
     for (let i = 0; i < 200 && watch.token() === first; i++) await new Promise((r) => setTimeout(r, 10));
     assert.notEqual(watch.token(), first, "a flush by hand moves the generation");
     const second = watch.token();

@@ -4,7 +4,7 @@
  * hashes, same named counters.
  */
 import assert from "node:assert/strict";
-import type { NftState } from "../src/dataplane/render/nft-state.ts";
+import type { NftState } from "../src/lb-host/nftables/render/nft-state.ts";
 
 /** Observed and desired states agree on every element, chain hash and rule count. */
 export function assertSameTable(observed: NftState | undefined, desired: NftState): void {

@@ -8,7 +8,7 @@
  * - L2 (keepalived): the VRRP instance keepalived-config.ts renders for the VIP, its host
  *   order and priorities (250 − 10 × place): the first host holds the VIP, the others stand
  *   by in that order. Hosts without an address of the VIP's family take no part.
- * - BGP: no election (specs/scale-out.md §D: identical Maglev tables on every host): every
+ * - BGP: no election (docs/maglev.md: identical Maglev tables on every host): every
  *   host that has a session of the VIP's family announces it. A host has sessions when a
  *   LoadBalancerBGPPeer selects its Node (bgp-peer-config.ts `peerSelectsHost`); with no
  *   such objects in the input the sessions are the host's `--bgp-peer` flags, not known here.

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
+import type { ServiceForwarding } from "../forwarding/forwarding-state.ts";
 import { type PlannedVips, type ReadinessInput, vipReadiness } from "./announcer.ts";
 
 /** A programmed Service: only the fields readiness reads. */

@@ -11,7 +11,8 @@
  * moves the VIPs this host cannot serve away from it (a lower VRRP priority, a withdrawn
  * route).
  */
-import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
+import type { ServiceForwarding } from "../forwarding/forwarding-state.ts";
+import type { WireReport } from "./wire-verdict.ts";
 
 export type IpFamily = "IPv4" | "IPv6";
 
@@ -88,6 +89,9 @@ export interface AnnouncerStatus {
   }[];
   /** engine detail (BIRD): the speaker's health and its BGP sessions with their BFD state */
   readonly speaker?: SpeakerView;
+  /** what the wire says (wire-checker.ts, vrrp-watch.ts, bgp/bird-export-check.ts); added by
+   * `passlb lb` beside the engine's own status, absent with the checks off */
+  readonly wire?: WireReport;
 }
 
 export interface SpeakerView {
@@ -103,6 +107,12 @@ export interface SpeakerView {
     readonly established: boolean;
     /** the BFD session's state (Up, Down, Init, AdminDown); absent without BFD */
     readonly bfd?: string;
+    /** BIRD's protocol name (`p_<LoadBalancerBGPPeer>` or `peerN`) */
+    readonly name?: string;
+    /** routes exported to this peer (VIP host routes and aggregates) */
+    readonly exported?: number;
+    /** the speaker's last error, or why the session may be down */
+    readonly lastError?: string;
   }[];
 }
 
@@ -176,8 +186,8 @@ function serviceVerdict(service: string, vip: string, input: ReadinessInput): Ve
 
 /**
  * Whether this host can serve each VIP now (issue 20 "Health stays", issue 19 §1 "Announce
- * only what this host can serve"; specs/scale-out.md §E.6 "Announce a VIP only when the
- * tables match"). Pure; the same rule for every engine. A VIP is ready when the process is
+ * only what this host can serve"; docs/vip-announce.md "How a VIP is announced", "Only what this host can
+ * serve"). Pure; the same rule for every engine. A VIP is ready when the process is
  * not stopping, the last data-plane pass succeeded (so the kernel holds the current plan's
  * Maglev tables, built from the same manifests, seed and M as on every other LB host), and
  * at least one Service on it is programmed with that VIP, was not kept at its last good

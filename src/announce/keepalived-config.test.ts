@@ -124,3 +124,41 @@ test("notify FIFO lines, adopted state and the engine-neutral status", () => {
   });
   assert.ok(down.vips.every((v) => v.state === "withdrawn"));
 });
+
+test("--vrid-range: every VRID inside it, unique, the owner still first; too small a range is an issue", () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 7 }),
+      fc.integer({ min: 1, max: 200 }),
+      fc.integer({ min: 0, max: 54 }),
+      (n, first, extra) => {
+        const size = n + extra;
+        const last = Math.min(255, first + size - 1);
+        fc.pre(last - first + 1 >= n);
+        const peers = new Map(Array.from({ length: n }, (_, i) => [`lb-${i}`, { IPv4: `192.0.2.${i + 2}` }]));
+        const vips = Array.from({ length: 40 }, (_, i) => ({ vip: `203.0.113.${i}`, ready: true }));
+        const { instances, issues } = keepalivedInstances(
+          input({ self: "lb-0", peers, vips, vridRange: { first, last } }),
+        );
+        assert.deepEqual(issues, []);
+        const vrids = instances.map((i) => i.vrid);
+        assert.equal(new Set(vrids).size, vrids.length);
+        for (const v of vrids) assert.ok(v >= first && v <= last, `VRID ${v} outside ${first}-${last}`);
+        const owners = vipOwners(
+          peers.keys(),
+          vips.map((v) => v.vip),
+        );
+        for (const i of instances) for (const v of i.vips) assert.equal(i.order[0], owners.get(v));
+      },
+    ),
+  );
+  const small = keepalivedInstances(input({ vridRange: { first: 10, last: 11 } }));
+  assert.deepEqual(small.instances, []);
+  assert.equal(small.issues[0]?.code, "vrid_range_too_small");
+  assert.match(small.issues[0]?.message ?? "", /--vrid-range 10-11 has 2 VRIDs; 3 LB hosts need at least 3/);
+  // the default range renders what it always did
+  assert.deepEqual(
+    keepalivedInstances(input({ vridRange: { first: 1, last: 255 } })).instances,
+    keepalivedInstances(input()).instances,
+  );
+});

@@ -45,6 +45,12 @@ export interface KeepalivedInput {
   readonly fifo: string;
   /** the directory of the per-instance track files */
   readonly trackDir: string;
+  /** the VRIDs passlb may use on this segment (`--vrid-range`; default 1..255) */
+  readonly vridRange?: { readonly first: number; readonly last: number };
+  /** the master's periodic gratuitous ARP / unsolicited NA (`--garp-refresh-s`, 0: off) and
+   * how many each time (`--garp-refresh-repeat`): keepalived.conf(5) global_defs
+   * `vrrp_garp_master_refresh`, `vrrp_garp_master_refresh_repeat` */
+  readonly garpRefresh?: { readonly seconds: number; readonly repeat: number };
 }
 
 export interface KeepalivedInstance {
@@ -62,7 +68,7 @@ export interface KeepalivedInstance {
 }
 
 export interface KeepalivedIssue {
-  readonly code: "no_address_for_family" | "too_many_hosts" | "self_not_a_peer";
+  readonly code: "no_address_for_family" | "too_many_hosts" | "self_not_a_peer" | "vrid_range_too_small";
   readonly message: string;
 }
 
@@ -81,19 +87,20 @@ export const NOT_READY_PENALTY = -200;
 export const MAX_HOSTS = 20;
 const MAX_VRIDS = 255;
 
-/** The largest k with n!/(n−k)! ≤ 255: how many leading hosts of an order make an instance. */
-export function prefixLength(n: number): number {
+/** The largest k with n!/(n−k)! ≤ `vrids` (255: the whole VRID space): how many leading
+ * hosts of an order make an instance. */
+export function prefixLength(n: number, vrids = MAX_VRIDS): number {
   let k = 0;
   let count = 1;
-  while (k < n && count * (n - k) <= MAX_VRIDS) {
+  while (k < n && count * (n - k) <= vrids) {
     count *= n - k;
     k++;
   }
   return Math.max(k, 1);
 }
 
-/** 1 + the lexicographic rank of `prefix` among all k-permutations of `hosts` (sorted). */
-export function vridOf(hosts: readonly string[], prefix: readonly string[]): number {
+/** `first` + the lexicographic rank of `prefix` among all k-permutations of `hosts` (sorted). */
+export function vridOf(hosts: readonly string[], prefix: readonly string[], first = 1): number {
   const remaining = [...hosts];
   let rank = 0;
   for (let i = 0; i < prefix.length; i++) {
@@ -103,7 +110,7 @@ export function vridOf(hosts: readonly string[], prefix: readonly string[]): num
     rank += at * below;
     remaining.splice(at, 1);
   }
-  return rank + 1;
+  return rank + first;
 }
 
 export function keepalivedInstances(input: KeepalivedInput): {
@@ -144,7 +151,16 @@ export function keepalivedInstances(input: KeepalivedInput): {
       });
       continue;
     }
-    const k = prefixLength(hosts.length);
+    const range = input.vridRange ?? { first: 1, last: MAX_VRIDS };
+    const size = range.last - range.first + 1;
+    if (size < hosts.length) {
+      issues.push({
+        code: "vrid_range_too_small",
+        message: `--vrid-range ${range.first}-${range.last} has ${size} VRIDs; ${hosts.length} LB hosts need at least ${hosts.length} (one instance per first host); the ${family} VIPs are not announced`,
+      });
+      continue;
+    }
+    const k = prefixLength(hosts.length, size);
     const groups = new Map<string, { prefix: string[]; vips: { vip: string; ready: boolean }[] }>();
     for (const v of vips) {
       const prefix = vipRanking(hosts, v.vip).slice(0, k);
@@ -154,7 +170,7 @@ export function keepalivedInstances(input: KeepalivedInput): {
       groups.set(key, g);
     }
     for (const g of groups.values()) {
-      const vrid = vridOf(hosts, g.prefix);
+      const vrid = vridOf(hosts, g.prefix, range.first);
       const name = `passlb_${family === "IPv4" ? "v4" : "v6"}_${vrid}`;
       const rest = hosts
         .filter((h) => !g.prefix.includes(h))
@@ -181,7 +197,7 @@ const quote = (s: string) => `"${s.replace(/["\\]/g, "\\$&")}"`;
 
 /** keepalived.conf for these instances. */
 export function renderKeepalivedConf(
-  input: Pick<KeepalivedInput, "self" | "interface" | "peers" | "advertMs" | "fifo">,
+  input: Pick<KeepalivedInput, "self" | "interface" | "peers" | "advertMs" | "fifo" | "garpRefresh">,
   instances: readonly KeepalivedInstance[],
 ): string {
   const advert = (input.advertMs / 1000).toFixed(2).replace(/0+$/, "").replace(/\.$/, "");
@@ -197,6 +213,18 @@ export function renderKeepalivedConf(
     "  vrrp_garp_master_delay 1",
     "  vrrp_garp_lower_prio_repeat 3",
     "  vrrp_higher_prio_send_advert true",
+    // a switch or router that aged the VIP out of its table relearns it from the holder
+    ...(input.garpRefresh && input.garpRefresh.seconds > 0
+      ? [
+          `  vrrp_garp_master_refresh ${input.garpRefresh.seconds}`,
+          `  vrrp_garp_master_refresh_repeat ${input.garpRefresh.repeat}`,
+        ]
+      : []),
+    // unicast adverts from anyone but our peers are dropped. Multicast ones never reach an
+    // instance in unicast mode anyway (it joins no VRRP group: test/announce/
+    // vrrp-hygiene.test.ts measured 0 transitions with and without this line); together, a
+    // foreign speaker on one of our VRIDs cannot take a VIP away (vrrp-watch.ts reports it)
+    "  vrrp_check_unicast_src",
     "}",
   ];
   for (const i of instances)

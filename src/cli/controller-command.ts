@@ -5,44 +5,38 @@
  * Lease in its namespace. Runs until the shutdown signal fires, then gives the Lease up.
  * `--manage-endpointslices` also writes EndpointSlices (passlb's own managed-by value) for
  * the Services it owns, for clusters without an EndpointSlice controller.
+ *
+ * The steps: flags → ControllerConfig (controller-config.ts, pure, errors name the flag) →
+ * the kubeconfig → observability → one ControllerRuntime (src/controller/controller-runtime.ts)
+ * until the signal, then the Lease given up.
  */
 import { hostname } from "node:os";
 import type { Command } from "commander";
-import type { KubeEnv } from "../cluster/kube-config.ts";
+import type { FoundKubeConfig, KubeEnv } from "../cluster/kube-config.ts";
+import type { ControllerRuntimeOptions } from "../controller/controller-runtime.ts";
 import { DEFAULT_ELECTION_TIMING, LEASE_NAME } from "../controller/leader-election.ts";
 import type { PasslbError } from "../errors.ts";
 import { realClock } from "../health/clock.ts";
+import type { Logger } from "../web/logger.ts";
+import type { Metrics } from "../web/metrics.ts";
+import { type ControllerConfig, type ControllerFlags, controllerConfig } from "./controller-config.ts";
 import type { CliIo } from "./load-input.ts";
-import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
-
-interface ControllerFlags extends ObservabilityFlags {
-  kubeconfig?: string;
-  inCluster?: boolean;
-  namespace: string;
-  defaultClass?: boolean;
-  acceptClass: string[];
-  ipMode: string;
-  leaseDuration: string;
-  renewDeadline: string;
-  retryPeriod: string;
-  identity?: string;
-  manageEndpointslices?: boolean;
-}
+import { addObservabilityOptions, startObservability } from "./observability.ts";
 
 export interface ControllerHost {
   readonly kubeEnv: KubeEnv;
 }
 
-const seconds = (text: string): number | undefined => {
-  const n = Number(text);
-  return Number.isFinite(n) && n > 0 ? n * 1000 : undefined;
-};
+interface ControllerDeps {
+  readonly shutdownSignal: () => AbortSignal;
+  readonly host: ControllerHost;
+}
 
 export function registerControllerCommand(
   program: Command,
   io: CliIo,
   setExitCode: (code: number) => void,
-  deps: { shutdownSignal: () => AbortSignal; host: ControllerHost },
+  deps: ControllerDeps,
 ): void {
   const command = program
     .command("controller")
@@ -85,166 +79,169 @@ export function registerControllerCommand(
       "also write EndpointSlices for owned selector Services (clusters without an EndpointSlice controller)",
     );
   addObservabilityOptions(command, "127.0.0.1:9798");
-  command.action(async (opts: ControllerFlags) => {
-    if (opts.ipMode !== "VIP" && opts.ipMode !== "Proxy") {
-      io.stderr(`error: --ip-mode ${opts.ipMode}: expected VIP or Proxy\n`);
-      return setExitCode(2);
-    }
-    const leaseDurationMs = seconds(opts.leaseDuration);
-    const renewDeadlineMs = seconds(opts.renewDeadline);
-    const retryPeriodMs = seconds(opts.retryPeriod);
-    if (!leaseDurationMs || !renewDeadlineMs || !retryPeriodMs) {
-      io.stderr(
-        "error: --lease-duration, --renew-deadline and --retry-period take a positive number of seconds\n",
-      );
-      return setExitCode(2);
-    }
-    if (
-      Math.round(leaseDurationMs) % 1000 !== 0 ||
-      renewDeadlineMs >= leaseDurationMs ||
-      retryPeriodMs >= renewDeadlineMs
-    ) {
-      io.stderr(
-        "error: expected whole-second --lease-duration > --renew-deadline > --retry-period (defaults 15, 10, 2)\n",
-      );
-      return setExitCode(2);
-    }
-    // @kubernetes/client-node is loaded only by the commands that talk to a cluster: it
-    // doubles the start-up time of every other command
-    const { findKubeConfig } = await import("../cluster/kube-config.ts");
-    const { ControllerRuntime } = await import("../controller/controller-runtime.ts");
-    let found: ReturnType<typeof findKubeConfig>;
-    try {
-      found = findKubeConfig({ kubeconfig: opts.kubeconfig, inCluster: opts.inCluster }, deps.host.kubeEnv);
-    } catch (e) {
-      io.stderr(`error: ${(e as PasslbError).message}\n`);
-      return setExitCode(2);
-    }
-    if (!found) {
-      io.stderr("error: no Kubernetes configuration: pass --kubeconfig FILE or --in-cluster\n");
-      return setExitCode(2);
-    }
-    const obs = await startObservability(opts, {
-      io,
-      process: "passlb controller",
-      component: "controller",
-      dataplane: "none",
-    });
-    if (typeof obs === "string") {
-      io.stderr(`error: ${obs}\n`);
-      return setExitCode(2);
-    }
-    await obs.serve();
-    const { logger, metrics } = obs;
-    const { kubeApiPolicy } = await import("../cluster/kube-api-health.ts");
-    const { KubeApiMonitor } = await import("../web/kube-api-monitor.ts");
-    const apiCalls = new KubeApiMonitor({
-      now: Date.now,
-      policy: kubeApiPolicy(leaseDurationMs),
-      metrics,
-      logger,
-    });
-    obs.observer.kubeApi(() => apiCalls.report());
-    const identity = opts.identity ?? `${hostname()}_${Math.random().toString(36).slice(2, 10)}`;
-    const runtime = new ControllerRuntime({
-      kubeConfig: found.config,
-      namespace: opts.namespace,
-      identity,
-      controller: {
-        defaultClass: opts.defaultClass === true,
-        acceptClasses: opts.acceptClass,
-        ipMode: opts.ipMode,
-      },
-      election: { leaseDurationMs, renewDeadlineMs, retryPeriodMs },
-      manageEndpointSlices: opts.manageEndpointslices === true,
-      clock: realClock(),
-      random: Math.random,
-      apiCalls,
-      report: {
-        onPass: (outcome, ms) => {
-          if (outcome.kind === "ok" && outcome.reason !== undefined) return;
-          metrics.reconcile("controller", outcome.kind);
-          const level = outcome.kind === "ok" ? (outcome.writes > 0 ? "info" : "debug") : "warn";
-          logger.log(
-            level,
-            {
-              event: "controller_pass",
-              outcome: outcome.kind,
-              writes: outcome.writes,
-              duration_ms: Math.round(ms),
-              cause: outcome.kind === "ok" ? undefined : outcome.cause,
-            },
-            `pass ${outcome.kind}: ${outcome.writes} write(s)`,
-          );
-        },
-        onEvent: (e) =>
-          logger.log(
-            "info",
-            {
-              event: "controller_event",
-              reason: e.reason,
-              type: e.type,
-              object: `${e.target.namespace}/${e.target.name}`,
-            },
-            e.message,
-          ),
-        onWriteError: (what, err) =>
-          logger.log(
-            "warn",
-            { event: "controller_write_failed", code: (err as PasslbError).code },
-            `${what}: ${err.message}`,
-          ),
-        onLeading: (leading) =>
-          logger.log(
-            "info",
-            { event: leading ? "leader_acquired" : "leader_lost", identity },
-            leading ? `${identity} leads` : `${identity} stopped leading`,
-          ),
-        onLeaseError: (e) =>
-          logger.log(
-            "warn",
-            { event: "lease_failed", code: (e as PasslbError).code },
-            `Lease: ${(e as Error).message}`,
-          ),
-        onSliceWrites: (n) =>
-          logger.log("info", { event: "endpointslices_written", writes: n }, `${n} EndpointSlice write(s)`),
-        onSliceError: (what, err) =>
-          logger.log(
-            "warn",
-            { event: "endpointslice_write_failed", code: (err as PasslbError).code },
-            `${what}: ${err.message}`,
-          ),
-        onSourceProblems: (problems) => {
-          for (const p of problems)
-            logger.finding({
-              code: "object_undecodable",
-              severity: "warning",
-              subject: "Source",
-              message: p,
-            });
-        },
-      },
-    });
-    logger.log(
-      "info",
-      {
-        event: "controller_starting",
-        server: found.server,
-        from: found.from,
-        identity,
-        namespace: opts.namespace,
-      },
-      `passlb controller: ${found.server} (${found.from}) as ${identity}`,
-    );
-    const signal = deps.shutdownSignal();
-    const stopped = new Promise<void>((resolve) => {
-      if (signal.aborted) resolve();
-      else signal.addEventListener("abort", () => resolve(), { once: true });
-    });
-    await Promise.race([runtime.start(), stopped]);
-    await stopped;
-    await runtime.stop({ release: true });
-    await obs.close();
-    logger.log("info", { event: "controller_stopped" }, "passlb controller stopped; Lease released");
+  command.action(async (flags: ControllerFlags) => setExitCode(await runController(flags, io, deps)));
+}
+
+/** flags → ControllerConfig → the cluster's config → observability → ControllerRuntime until the signal. */
+async function runController(flags: ControllerFlags, io: CliIo, deps: ControllerDeps): Promise<number> {
+  const parsed = controllerConfig(flags);
+  if (!parsed.ok) return fail(io, parsed.error);
+  const { config } = parsed;
+  // @kubernetes/client-node is loaded only by the commands that talk to a cluster: it
+  // doubles the start-up time of every other command
+  const found = await findCluster(config, deps.host.kubeEnv);
+  if (typeof found === "string") return fail(io, found);
+  const obs = await startObservability(flags, {
+    io,
+    process: "passlb controller",
+    component: "controller",
+    dataplane: "none",
   });
+  if (typeof obs === "string") return fail(io, obs);
+  await obs.serve();
+  const { logger, metrics } = obs;
+  const lease = `${config.namespace}/${LEASE_NAME}`;
+  metrics.leading(lease, false); // the series shows from the start: 0 until the Lease is won
+  const { kubeApiPolicy } = await import("../cluster/kube-api-health.ts");
+  const { KubeApiMonitor } = await import("../web/kube-api-monitor.ts");
+  const apiCalls = new KubeApiMonitor({
+    now: Date.now,
+    policy: kubeApiPolicy(config.election.leaseDurationMs),
+    metrics,
+    logger,
+  });
+  obs.observer.kubeApi(() => apiCalls.report());
+  const identity = config.identity ?? `${hostname()}_${Math.random().toString(36).slice(2, 10)}`;
+  const { ControllerRuntime } = await import("../controller/controller-runtime.ts");
+  const runtime = new ControllerRuntime({
+    kubeConfig: found.config,
+    namespace: config.namespace,
+    identity,
+    controller: config.controller,
+    election: config.election,
+    manageEndpointSlices: config.manageEndpointSlices,
+    clock: realClock(),
+    random: Math.random,
+    apiCalls,
+    report: controllerReport(logger, metrics, lease, identity),
+  });
+  logger.log(
+    "info",
+    {
+      event: "controller_starting",
+      server: found.server,
+      from: found.from,
+      identity,
+      namespace: config.namespace,
+    },
+    `passlb controller: ${found.server} (${found.from}) as ${identity}`,
+  );
+  const stopped = aborted(deps.shutdownSignal());
+  await Promise.race([runtime.start(), stopped]);
+  await stopped;
+  await runtime.stop({ release: true });
+  await obs.close();
+  logger.log("info", { event: "controller_stopped" }, "passlb controller stopped; Lease released");
+  return 0;
+}
+
+function fail(io: CliIo, message: string): number {
+  io.stderr(`error: ${message}\n`);
+  return 2;
+}
+
+/** The kubeconfig `--kubeconfig`, `--in-cluster` or the environment name, or what is wrong. */
+async function findCluster(config: ControllerConfig, env: KubeEnv): Promise<FoundKubeConfig | string> {
+  const { findKubeConfig } = await import("../cluster/kube-config.ts");
+  try {
+    return (
+      findKubeConfig(config.kube, env) ??
+      "no Kubernetes configuration: pass --kubeconfig FILE or --in-cluster"
+    );
+  } catch (e) {
+    return (e as PasslbError).message;
+  }
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
+
+/** The runtime's report as JSON log lines and metrics. */
+function controllerReport(
+  logger: Logger,
+  metrics: Metrics,
+  lease: string,
+  identity: string,
+): NonNullable<ControllerRuntimeOptions["report"]> {
+  return {
+    onPass: (outcome, ms) => {
+      if (outcome.kind === "ok" && outcome.reason !== undefined) return;
+      metrics.reconcile("controller", outcome.kind);
+      const level = outcome.kind === "ok" ? (outcome.writes > 0 ? "info" : "debug") : "warn";
+      logger.log(
+        level,
+        {
+          event: "controller_pass",
+          outcome: outcome.kind,
+          writes: outcome.writes,
+          duration_ms: Math.round(ms),
+          cause: outcome.kind === "ok" ? undefined : outcome.cause,
+        },
+        `pass ${outcome.kind}: ${outcome.writes} write(s)`,
+      );
+    },
+    onPoolUsage: (usage) => metrics.ipPools(usage),
+    onEvent: (e) =>
+      logger.log(
+        "info",
+        {
+          event: "controller_event",
+          reason: e.reason,
+          type: e.type,
+          object: `${e.target.namespace}/${e.target.name}`,
+        },
+        e.message,
+      ),
+    onWriteError: (what, err) =>
+      logger.log(
+        "warn",
+        { event: "controller_write_failed", code: (err as PasslbError).code },
+        `${what}: ${err.message}`,
+      ),
+    onLeading: (leading) => {
+      metrics.leading(lease, leading);
+      logger.log(
+        "info",
+        { event: leading ? "leader_acquired" : "leader_lost", identity },
+        leading ? `${identity} leads` : `${identity} stopped leading`,
+      );
+    },
+    onLeaseError: (e) =>
+      logger.log(
+        "warn",
+        { event: "lease_failed", code: (e as PasslbError).code },
+        `Lease: ${(e as Error).message}`,
+      ),
+    onSliceWrites: (n) =>
+      logger.log("info", { event: "endpointslices_written", writes: n }, `${n} EndpointSlice write(s)`),
+    onSliceError: (what, err) =>
+      logger.log(
+        "warn",
+        { event: "endpointslice_write_failed", code: (err as PasslbError).code },
+        `${what}: ${err.message}`,
+      ),
+    onSourceProblems: (problems) => {
+      for (const p of problems)
+        logger.finding({
+          code: "object_undecodable",
+          severity: "warning",
+          subject: "Source",
+          message: p,
+        });
+    },
+  };
 }

@@ -4,7 +4,8 @@
  * their BFDProfiles and BGPAdvertisements) into LoadBalancerBGPPeers (standard output); reports
  * per Service what passlb will honour and keep, which foreign controllers still run and the
  * cut-over order (standard error). Exit 0 on success, 2 on invalid input (every problem
- * named; nothing on standard output). The decision is src/migrate/import-result.ts.
+ * named; nothing on standard output), 3 when a BGP setting cannot be carried over (named;
+ * nothing written unless --allow-lossy). The decision is src/migrate/import-result.ts.
  */
 import type { Command } from "commander";
 import type { KubeEnv } from "../cluster/kube-config.ts";
@@ -12,12 +13,14 @@ import { readManifests } from "../cluster/manifest-files.ts";
 import { PasslbError } from "../errors.ts";
 import { formatProblem } from "../k8s/decode.ts";
 import type { Document } from "../k8s/documents.ts";
+import { lostFields } from "../migrate/bgp-field-report.ts";
 import { importObjects } from "../migrate/import-result.ts";
 import { renderPools, renderReport } from "../migrate/import-text.ts";
 import type { CliIo } from "./load-input.ts";
 
 interface ImportFlags {
   filename: string[];
+  allowLossy?: boolean;
   kubeconfig?: string;
   output: string;
 }
@@ -41,6 +44,10 @@ export function registerImportCommand(
     )
     .option("--kubeconfig <file>", "read the same kinds from a live cluster")
     .option("-o, --output <format>", "yaml or json", "yaml")
+    .option(
+      "--allow-lossy",
+      "write the objects even when some BGP settings cannot be carried over (they are named in the report)",
+    )
     .action(async (opts: ImportFlags) => {
       if (opts.output !== "yaml" && opts.output !== "json") {
         io.stderr(`error: --output must be yaml or json (got "${opts.output}")\n`);
@@ -89,6 +96,13 @@ export function registerImportCommand(
       const result = importObjects(documents);
       io.stderr(renderReport(result));
       if (result.problems.length > 0) return setExitCode(2);
+      const lost = lostFields(result.bgpFields);
+      if (lost.length > 0 && !opts.allowLossy) {
+        io.stderr(
+          `error: ${lost.length} BGP setting${lost.length === 1 ? "" : "s"} would be lost (named above); nothing written. --allow-lossy writes the objects without them\n`,
+        );
+        return setExitCode(3);
+      }
       io.stdout(renderPools(result, opts.output));
       setExitCode(0);
     });

@@ -80,9 +80,9 @@ test("bad flags: one message naming the flag", () => {
 
 test("passlb lb with a bad BGP flag exits 2 with the message, before touching nft", async () => {
   const { runNftablesLb } = await import("./lb-nftables.ts");
-  const { FakeNftApplier } = await import("../dataplane/fake-nft-applier.ts");
+  const { FakeNft } = await import("../drivers/fake-nft.ts");
   let stderr = "";
-  const nft = new FakeNftApplier();
+  const nft = new FakeNft();
   const code = await runNftablesLb(
     {
       filename: ["examples/quickstart"],

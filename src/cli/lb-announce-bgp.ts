@@ -15,10 +15,18 @@ import { isIP, isIPv4 } from "node:net";
 import { join } from "node:path";
 import type { Command } from "commander";
 import type { AnnouncerEvent } from "../announce/announcer.ts";
+import { type Aggregate, routesFor } from "../announce/bgp/bgp-advertisements.ts";
+import { type BgpObjectConditions, bgpConditions } from "../announce/bgp/bgp-conditions.ts";
 import { BgpEngine } from "../announce/bgp/bgp-engine.ts";
-import { type BgpConfigFinding, bgpSettingsFor } from "../announce/bgp/bgp-peer-config.ts";
-import type { BgpPeer, BgpSettings } from "../announce/bgp/bgp-types.ts";
-import { renderBirdConfig } from "../announce/bgp/bird-config.ts";
+import {
+  type BgpConfigFinding,
+  type BgpPeerConfig,
+  type BgpPeerConfigInput,
+  bgpSettingsFor,
+} from "../announce/bgp/bgp-peer-config.ts";
+import { type SessionReset, sessionResets } from "../announce/bgp/bgp-session-resets.ts";
+import type { BgpPeer, BgpSettings, SpeakerState } from "../announce/bgp/bgp-types.ts";
+import { peerProtocolNames, renderBirdConfig, sessionHasBfd } from "../announce/bgp/bird-config.ts";
 import { type BgpSpeaker, birdSpeaker } from "../announce/bgp/bird-speaker.ts";
 import {
   DEFAULT_KERNEL_TABLE,
@@ -196,48 +204,73 @@ export function bgpAnnounceConfig(given: BgpFlags): BgpConfig | string | undefin
 }
 
 /**
- * Kubernetes mode: this host's BGP settings following the LoadBalancerBGPPeers and its Node's
- * labels (bgp-peer-config.ts). `update` after every read gives the BIRD configuration;
- * findings are handed to `report` when they change, not on every read.
+ * Kubernetes mode: this host's BGP settings following the LoadBalancerBGPPeers, the
+ * LoadBalancerBGPAdvertisements, the pools and its Node's labels (bgp-peer-config.ts).
+ * `update` after every read gives the BIRD configuration; findings are handed to `report`
+ * when they change, not on every read; a change that restarts sessions (bgp-session-resets.ts)
+ * is reported before the configuration is handed out to be loaded.
  */
 export class ClusterBgpConfig {
   readonly #host: string;
   readonly #kernelTable: number;
   readonly #report: (f: BgpConfigFinding) => void;
+  readonly #reportReset: (r: SessionReset) => void;
   #findings = "";
   #text: string;
+  #settings: BgpSettings;
   #bfdPeers: ReadonlySet<string> = new Set();
+  #md5Peers: ReadonlySet<string> = new Set();
   #selected: readonly string[] = [];
+  #aggregates: readonly Aggregate[] = [];
+  #last: BgpPeerConfig | undefined;
 
-  constructor(options: { host: string; kernelTable: number; report: (f: BgpConfigFinding) => void }) {
+  constructor(options: {
+    host: string;
+    kernelTable: number;
+    report: (f: BgpConfigFinding) => void;
+    reportReset?: (r: SessionReset) => void;
+  }) {
     this.#host = options.host;
     this.#kernelTable = options.kernelTable;
     this.#report = options.report;
+    this.#reportReset = options.reportReset ?? (() => {});
     // before the first read: no session yet, and nothing to report (the read says what is missing)
-    this.#text = renderBirdConfig(
-      bgpSettingsFor({ host: this.#host, labels: undefined, peers: [], kernelTable: this.#kernelTable })
-        .settings,
-    );
+    this.#settings = bgpSettingsFor({
+      host: this.#host,
+      labels: undefined,
+      peers: [],
+      kernelTable: this.#kernelTable,
+    }).settings;
+    this.#text = renderBirdConfig(this.#settings);
   }
 
-  update(peers: readonly LoadBalancerBGPPeer[], nodes: readonly Node[]): string {
+  update(
+    peers: readonly LoadBalancerBGPPeer[],
+    nodes: readonly Node[],
+    more: Omit<BgpPeerConfigInput, "host" | "labels" | "peers" | "kernelTable"> = {},
+  ): string {
     const node = nodes.find((n) => n.metadata.name === this.#host);
     const labels = node ? { ...node.metadata.labels } : undefined;
-    const { settings, findings, selected } = bgpSettingsFor({
+    const decided = bgpSettingsFor({
+      ...more,
       host: this.#host,
       labels: labels as Record<string, string> | undefined,
       peers,
       kernelTable: this.#kernelTable,
     });
+    const { settings, findings, selected, aggregates } = decided;
+    this.#last = decided;
     const key = JSON.stringify(findings);
     if (key !== this.#findings) {
       this.#findings = key;
       for (const f of findings) this.#report(f);
     }
+    for (const r of sessionResets(this.#settings, settings)) this.#reportReset(r);
+    this.#settings = settings;
     this.#selected = selected;
-    this.#bfdPeers = new Set(
-      settings.bfd ? settings.peers.filter((p) => p.bfd ?? true).map((p) => p.address) : [],
-    );
+    this.#aggregates = aggregates;
+    this.#bfdPeers = new Set(settings.peers.filter((p) => sessionHasBfd(p, settings)).map((p) => p.address));
+    this.#md5Peers = new Set(settings.peers.filter((p) => p.password !== undefined).map((p) => p.address));
     this.#text = renderBirdConfig(settings);
     return this.#text;
   }
@@ -256,6 +289,24 @@ export class ClusterBgpConfig {
   bfdPeers(): ReadonlySet<string> {
     return this.#bfdPeers;
   }
+
+  /** the peer addresses whose sessions have a TCP MD5 key */
+  md5Peers(): ReadonlySet<string> {
+    return this.#md5Peers;
+  }
+
+  /** this host's conditions on every peer and advertisement object, as of the last update */
+  conditions(peers: readonly string[], advertisements: readonly string[], speaker: SpeakerState) {
+    if (!this.#last) return [];
+    const names = peerProtocolNames(this.#last.settings.peers);
+    const protocols = new Map(this.#last.settings.peers.map((p, i) => [p.source ?? "", names[i]!]));
+    return bgpConditions({ peers, advertisements, config: this.#last, protocols, speaker });
+  }
+
+  /** the kernel-table routes of a ready VIP: its host route and its aggregates */
+  routesFor(vip: string): readonly string[] {
+    return routesFor(vip, this.#aggregates);
+  }
 }
 
 /** The BGP engine for these flags (not started): the same `Announcer` as keepalived's. */
@@ -273,7 +324,14 @@ export function bgpAnnouncer(
   return new BgpEngine({
     host,
     speaker:
-      adapters.speaker ?? birdSpeaker({ stateDir: config.stateDir, bfd, external: config.externalSpeaker }),
+      adapters.speaker ??
+      birdSpeaker({
+        stateDir: config.stateDir,
+        bfd,
+        external: config.externalSpeaker,
+        ...(cluster && { md5: () => cluster.md5Peers() }),
+      }),
+    ...(cluster && { routesFor: (vip: string) => cluster.routesFor(vip) }),
     routes: adapters.routes ?? kernelVipRoutes({ table: config.kernelTable }),
     config: settings ? renderBirdConfig(settings) : cluster!.text,
     pollMs: config.pollMs,
@@ -285,3 +343,36 @@ export function bgpAnnouncer(
 
 /** Where to look when BIRD would not start. */
 export const birdLog = (config: BgpConfig) => join(config.stateDir, "bird.log");
+
+/**
+ * Kubernetes mode: this host's conditions written to the BGP objects' status every
+ * `everyMs` (only what changed is written: cluster/bgp-status-writer.ts); failures are logged
+ * and tried again. Returns the stop function.
+ */
+export function startBgpStatus(options: {
+  readonly cluster: ClusterBgpConfig;
+  readonly engine: BgpEngine;
+  readonly names: () => { peers: readonly string[]; advertisements: readonly string[] };
+  readonly write: (objects: readonly BgpObjectConditions[]) => Promise<string[]>;
+  readonly log: (line: string) => void;
+  readonly everyMs?: number;
+}): () => void {
+  let busy = false;
+  const tick = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const { peers, advertisements } = options.names();
+      const failed = await options.write(
+        options.cluster.conditions(peers, advertisements, options.engine.speakerState),
+      );
+      for (const f of failed) options.log(`bgp: could not write ${f}`);
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void tick(), options.everyMs ?? 5000);
+  timer.unref();
+  void tick();
+  return () => clearInterval(timer);
+}

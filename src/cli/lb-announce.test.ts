@@ -85,3 +85,43 @@ test("--peer-label: the labelled Nodes are the LB hosts, at their InternalIP of 
   assert.ok(cfg && typeof cfg === "object" && cfg.peerLabel?.key === "passlb.io/lb-host");
   assert.match(announceConfig(flags({ peerLabel: "passlb.io/lb-host" })) as string, /not both/);
 });
+
+test("wire flags: --vrid-range, --garp-refresh-s/--garp-refresh-repeat, --wire-check-ms, --no-vrrp-watch", () => {
+  const ok = announceConfig(flags({}));
+  assert.ok(ok && typeof ok === "object");
+  assert.deepEqual(ok.vridRange, { first: 1, last: 255 });
+  assert.deepEqual(ok.garpRefresh, { seconds: 60, repeat: 1 });
+  assert.equal(ok.wireCheckMs, 10_000);
+  assert.equal(ok.vrrpWatch, true);
+  const set = announceConfig(
+    flags({
+      vridRange: "40-50",
+      garpRefreshS: "0",
+      garpRefreshRepeat: "3",
+      wireCheckMs: "0",
+      vrrpWatch: false,
+    }),
+  );
+  assert.ok(set && typeof set === "object");
+  assert.deepEqual(set.vridRange, { first: 40, last: 50 });
+  assert.deepEqual(set.garpRefresh, { seconds: 0, repeat: 3 });
+  assert.equal(set.wireCheckMs, 0);
+  assert.equal(set.vrrpWatch, false);
+  assert.match(announceConfig(flags({ vridRange: "0-9" })) as string, /^--vrid-range: "0-9" is not A-B/);
+  assert.match(
+    announceConfig(flags({ vridRange: "7" })) as string,
+    /^--vrid-range 7-7: 2 LB hosts in --peers/,
+  );
+  assert.match(
+    announceConfig(flags({ garpRefreshS: "1.5" })) as string,
+    /^--garp-refresh-s must be 0\.\.86400/,
+  );
+  assert.match(
+    announceConfig(flags({ garpRefreshRepeat: "0" })) as string,
+    /^--garp-refresh-repeat must be 1\.\.10/,
+  );
+  assert.match(
+    announceConfig(flags({ wireCheckMs: "500" })) as string,
+    /^--wire-check-ms must be 0 \(off\) or 1000/,
+  );
+});

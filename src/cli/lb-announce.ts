@@ -11,9 +11,10 @@ import { isIP } from "node:net";
 import { hostname } from "node:os";
 import type { Command } from "commander";
 import type { Announcer, AnnouncerEvent, PeerAddresses } from "../announce/announcer.ts";
-import { KeepalivedDriver } from "../announce/keepalived-driver.ts";
 import { parsePeerLabel } from "../announce/lb-peers.ts";
 import { kernelVipAddresses } from "../announce/vip-addresses.ts";
+import { parseVridRange } from "../announce/vrrp-adverts.ts";
+import { KeepalivedDriver } from "../drivers/keepalived-driver.ts";
 
 export interface AnnounceFlags {
   announce: string;
@@ -26,6 +27,11 @@ export interface AnnounceFlags {
   handoverMs?: string;
   keepalived?: string;
   claimNat?: boolean;
+  vridRange?: string;
+  garpRefreshS?: string;
+  garpRefreshRepeat?: string;
+  wireCheckMs?: string;
+  vrrpWatch?: boolean;
   // the heartbeat protocol's flags: refused with what replaced them
   heartbeatPort?: string;
   heartbeatMs?: string;
@@ -78,6 +84,19 @@ export function addAnnounceOptions(command: Command): void {
       "1000",
     )
     .option("--keepalived <path>", "l2: the keepalived binary", "keepalived")
+    .option("--vrid-range <A-B>", "l2: the VRRP router IDs passlb may use on the segment (1..255)", "1-255")
+    .option(
+      "--garp-refresh-s <s>",
+      "l2: the holder repeats its gratuitous ARP / unsolicited NA every s seconds (0: off)",
+      "60",
+    )
+    .option("--garp-refresh-repeat <n>", "l2: gratuitous ARPs / NAs per refresh (1..10)", "1")
+    .option(
+      "--wire-check-ms <ms>",
+      "l2: ask the segment who answers for each VIP (arping/ndisc6) every ms; bgp: compare BIRD's exports; 0: off",
+      "10000",
+    )
+    .option("--no-vrrp-watch", "l2: do not listen (tcpdump) for foreign VRRP speakers on passlb's VRIDs")
     .option("--heartbeat-port <port>", "gone (VRRP has no port)")
     .option("--heartbeat-ms <ms>", "gone: use --advert-ms")
     .option("--dead-after-ms <ms>", "gone: 3 × --advert-ms")
@@ -123,6 +142,19 @@ export function announceConfig(flags: AnnounceFlags) {
   if (!(Number.isInteger(advertMs) && advertMs >= 10 && advertMs <= 40_950 && advertMs % 10 === 0))
     return "--advert-ms must be 10..40950 in steps of 10 (VRRPv3 counts centiseconds)";
   if (!(handoverMs >= 0 && handoverMs <= 60_000)) return "--handover-ms must be 0..60000";
+  const vridRange = parseVridRange(flags.vridRange ?? "1-255");
+  if (typeof vridRange === "string") return vridRange;
+  const hosts = peerLabel ? 0 : [...peers].filter(([, a]) => a.IPv4 ?? a.IPv6).length;
+  if (hosts > vridRange.last - vridRange.first + 1)
+    return `--vrid-range ${vridRange.first}-${vridRange.last}: ${hosts} LB hosts in --peers need at least ${hosts} VRIDs`;
+  const garpSeconds = Number(flags.garpRefreshS ?? "60");
+  if (!(Number.isInteger(garpSeconds) && garpSeconds >= 0 && garpSeconds <= 86_400))
+    return `--garp-refresh-s must be 0..86400 whole seconds (0: off), got ${flags.garpRefreshS}`;
+  const garpRepeat = Number(flags.garpRefreshRepeat ?? "1");
+  if (!(Number.isInteger(garpRepeat) && garpRepeat >= 1 && garpRepeat <= 10))
+    return `--garp-refresh-repeat must be 1..10, got ${flags.garpRefreshRepeat}`;
+  const wire = wireCheckMs(flags);
+  if (typeof wire === "string") return wire;
   return {
     self,
     peers,
@@ -132,7 +164,19 @@ export function announceConfig(flags: AnnounceFlags) {
     keepalived: flags.keepalived ?? "keepalived",
     advertMs,
     handoverMs,
+    vridRange,
+    garpRefresh: { seconds: garpSeconds, repeat: garpRepeat },
+    wireCheckMs: wire,
+    vrrpWatch: flags.vrrpWatch !== false,
   };
+}
+
+/** `--wire-check-ms`: 0 (off) or 1000..3600000 (each round listens about a second). */
+export function wireCheckMs(flags: Pick<AnnounceFlags, "wireCheckMs">): number | string {
+  const ms = Number(flags.wireCheckMs ?? "10000");
+  if (!(Number.isInteger(ms) && (ms === 0 || (ms >= 1000 && ms <= 3_600_000))))
+    return `--wire-check-ms must be 0 (off) or 1000..3600000, got ${flags.wireCheckMs}`;
+  return ms;
 }
 
 export type AnnounceConfig = Exclude<ReturnType<typeof announceConfig>, string | undefined>;
@@ -172,5 +216,7 @@ export function keepalivedAnnouncer(
     command: [config.keepalived],
     addresses: kernelVipAddresses({ interface: config.interface }),
     onEvent,
+    vridRange: config.vridRange,
+    garpRefresh: config.garpRefresh,
   });
 }

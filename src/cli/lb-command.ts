@@ -10,23 +10,31 @@
  * Service status only; both data planes follow every change.
  */
 
+import { hostname } from "node:os";
 import type { Command } from "commander";
-import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
-import { serviceForwarding } from "../dataplane/forwarding-state.ts";
-import { describeTcpPlumbing, parseTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
-import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
+import { serviceForwarding } from "../forwarding/forwarding-state.ts";
+import { ProberHealth } from "../health/prober-health.ts";
+import { chooseDataplane, type DataplaneRequest } from "../lb-host/choose-dataplane.ts";
+import { forwardFromFlags } from "../lb-host/routing/encap.ts";
+import { describeTcpPlumbing, parseTcpPlumbing } from "../lb-host/userspace/tcp-plumbing.ts";
+import { UserspaceLb } from "../lb-host/userspace/userspace-lb.ts";
 import { planSnapshot } from "../plan/planner.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
-import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
 import { addNftablesOptions, type KubeLbRun, type NftLbFlags, runNftablesLb } from "./lb-nftables.ts";
 import { runUserspaceKube } from "./lb-userspace-kube.ts";
+import { addXdpOptions, createXdpFastPath, type XdpFlags, xdpFacts, xdpOff } from "./lb-xdp.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
-import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
+import {
+  addObservabilityOptions,
+  type Observability,
+  type ObservabilityFlags,
+  startObservability,
+} from "./observability.ts";
 import { runUntil } from "./run-until.ts";
 import type { RunEnv } from "./up-command.ts";
 
-interface LbOptions extends NftLbFlags, ObservabilityFlags {
+interface LbOptions extends NftLbFlags, ObservabilityFlags, XdpFlags {
   filename: string[];
   dataplane: string;
   proxyProtocol?: boolean;
@@ -54,7 +62,11 @@ export function registerLbCommand(
       (v: string, p: string[]) => [...p, v],
       [],
     )
-    .option("--dataplane <mode>", "auto, userspace or nftables", "auto")
+    .option(
+      "--dataplane <mode>",
+      "auto, userspace, nftables or xdp (nftables with the XDP fast path in front)",
+      "auto",
+    )
     .option("--proxy-protocol", "send PROXY protocol v2 to the nodes")
     .option(
       "--tcp-plumbing <kind>",
@@ -73,6 +85,7 @@ export function registerLbCommand(
       [],
     );
   addNftablesOptions(command);
+  addXdpOptions(command);
   addObservabilityOptions(command, "127.0.0.1:9797");
   command.action(async (opts: LbOptions) => {
     // the Kubernetes modules (and @kubernetes/client-node, which doubles the start-up time)
@@ -94,8 +107,18 @@ export function registerLbCommand(
       setExitCode(2);
       return;
     }
+    if (opts.xdpOff) {
+      setExitCode(await xdpOff(opts, io));
+      return;
+    }
     const requested = opts.dataplane as DataplaneRequest;
-    const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: env.hasNft(), requested });
+    if (!["auto", "userspace", "nftables", "xdp"].includes(requested)) {
+      io.stderr(`error: --dataplane must be auto, userspace, nftables or xdp, not ${opts.dataplane}\n`);
+      setExitCode(2);
+      return;
+    }
+    const xdp = await xdpFacts(opts);
+    const choice = chooseDataplane({ isRoot: env.isRoot, hasNft: env.hasNft(), requested, xdp });
     if (!choice.ok) {
       io.stderr(`error: ${choice.reason}\n`);
       setExitCode(1);
@@ -122,12 +145,41 @@ export function registerLbCommand(
       kube = {
         source,
         prepare: kubeMod.kubeReadHandler(obs, (line) => io.stderr(`passlb lb: ${line}\n`)),
-        ...(crdPeers && { bgpPeers: () => source.bgpPeers }),
+        ...(crdPeers && {
+          bgpStatus: kubeMod.kubeBgpStatusWriter(input, opts.hostName ?? hostname()),
+          bgpPeers: () => source.bgpPeers,
+          bgpExtras: () => ({
+            advertisements: source.bgpAdvertisements,
+            secrets: source.bgpSecrets,
+            pools: source.ipPools
+              .filter((p) => !p.spec.disabled)
+              .map((p) => ({
+                name: p.metadata.name,
+                labels: { ...p.metadata.labels },
+                addresses: p.spec.addresses,
+              })),
+          }),
+        }),
+        // the wire checks' findings as Events on the Services (lb-events.ts)
+        serviceEvent: (await import("./lb-events.ts")).serviceEventRecorder(
+          input.found.config,
+          opts.hostName ?? hostname(),
+          (line) => io.stderr(`passlb lb: ${line}\n`),
+        ),
       };
     }
-    if (choice.dataplane === "nftables") {
-      io.stderr(`passlb lb: data plane nftables (${choice.reason})\n`);
-      setExitCode(await runNftablesLb(opts, io, env.shutdownSignal, obs, kube));
+    if (choice.dataplane === "nftables" || choice.dataplane === "xdp") {
+      io.stderr(`passlb lb: data plane ${choice.dataplane} (${choice.reason})\n`);
+      const fastPath = choice.dataplane === "xdp" ? xdpFastPath(opts, io, obs) : undefined;
+      if (typeof fastPath === "string") {
+        io.stderr(`error: ${fastPath}\n`);
+        await obs.close();
+        setExitCode(2);
+        return;
+      }
+      setExitCode(
+        await runNftablesLb(opts, io, env.shutdownSignal, obs, kube, fastPath ? { fastPath } : undefined),
+      );
       await obs.close();
       return;
     }
@@ -180,4 +232,22 @@ export function registerLbCommand(
     await lb.close();
     await obs.close();
   });
+}
+
+/** the XDP fast path for `--dataplane xdp` from the same flags the nftables path reads */
+function xdpFastPath(opts: LbOptions, io: CliIo, obs: Observability) {
+  const forward = forwardFromFlags(opts);
+  if (typeof forward === "string") return forward;
+  return createXdpFastPath(
+    {
+      flags: opts,
+      seed: Number(opts.seed),
+      maxTableSize: Number(opts.maxTableSize),
+      forward,
+      driftMs: opts.once ? 0 : Number(opts.driftCheckMs),
+      countersMs: opts.once ? 0 : Number(opts.countersMs ?? "10000"),
+    },
+    io,
+    obs,
+  );
 }

@@ -7,6 +7,8 @@
  * `--bgp-peer`, the source also watches LoadBalancerBGPPeers (the routers to announce to).
  */
 
+import type { BgpObjectConditions } from "../announce/bgp/bgp-conditions.ts";
+import { BgpStatusWriter } from "../cluster/bgp-status-writer.ts";
 import { kubeApiPolicy } from "../cluster/kube-api-health.ts";
 import { type FoundKubeConfig, findKubeConfig, type KubeEnv } from "../cluster/kube-config.ts";
 import { KubeSnapshotSource } from "../cluster/kube-source.ts";
@@ -142,4 +144,10 @@ export function kubeReadHandler(obs: Observability | undefined, log: (line: stri
     lastOutput = services;
     return { snapshot: { ...snapshot, services }, degraded: read.problems.length > 0 };
   };
+}
+
+/** `--announce bgp` from the objects: this host's conditions onto their status. */
+export function kubeBgpStatusWriter(input: Extract<LbInput, { kind: "kube" }>, host: string) {
+  const writer = new BgpStatusWriter({ kubeConfig: input.found.config, host, now: Date.now });
+  return (objects: readonly BgpObjectConditions[]) => writer.write(objects);
 }

@@ -23,50 +23,61 @@ import {
   type PlannedVips,
   vipReadiness,
 } from "../announce/announcer.ts";
+import type { BgpObjectConditions } from "../announce/bgp/bgp-conditions.ts";
 import type { BgpEngine } from "../announce/bgp/bgp-engine.ts";
-import type { BgpSpeaker } from "../announce/bgp/bird-speaker.ts";
+import type { BgpPeerConfigInput } from "../announce/bgp/bgp-peer-config.ts";
+import { type BgpSpeaker, birdPaths } from "../announce/bgp/bird-speaker.ts";
 import type { VipRouteTable } from "../announce/bgp/kernel-vip-routes.ts";
 import { lbPeersFromNodes, type PeerLabel } from "../announce/lb-peers.ts";
 import { readManifests } from "../cluster/manifest-files.ts";
 import type { SnapshotSource, SourceRead } from "../cluster/snapshot-source.ts";
 import { manifestSignature, watchManifests } from "../cluster/watch-manifests.ts";
-import { conntrackSizing } from "../dataplane/conntrack-sizing.ts";
-import { type ConntrackSysctl, createConntrackSysctl } from "../dataplane/conntrack-sysctl.ts";
-import { conntrackTool } from "../dataplane/conntrack-tool.ts";
-import { describePath, forwardFromFlags, nodePath } from "../dataplane/encap.ts";
-import { encapCheckPortsFromFlag } from "../dataplane/encap-check.ts";
-import { createEncapCheckRoutes } from "../dataplane/encap-check-routes.ts";
-import { type HealthSource, LbController, type LbEvent } from "../dataplane/lb-controller.ts";
-import { createNftApplier, type NftApplier } from "../dataplane/nft-applier.ts";
-import { createNftGenerationWatch } from "../dataplane/nft-generation.ts";
-import { nodeTrafficOf, serviceTrafficOf } from "../dataplane/node-traffic.ts";
-import { createPolicyRoutes } from "../dataplane/policy-routes.ts";
-import { kernelTableSize } from "../dataplane/render/kernel-table-size.ts";
-import { natClaimRuleset } from "../dataplane/render/nat-claim.ts";
+import {
+  type ConntrackSysctl,
+  createConntrackSysctl,
+  readConntrackUsage,
+} from "../drivers/conntrack-sysctl.ts";
+import { conntrackTool } from "../drivers/conntrack-tool.ts";
+import { createPolicyRoutes } from "../drivers/ip-routes.ts";
+import { createNftDriver, type NftDriver } from "../drivers/nft.ts";
 import { PasslbError } from "../errors.ts";
+import { realClock } from "../health/clock.ts";
 import { TunnelPorts, tunnelProbe } from "../health/probe-tunnel.ts";
+import { ProberHealth } from "../health/prober-health.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
 import type { LoadBalancerBGPPeer } from "../k8s/load-balancer-bgp-peer.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
+import { checkConntrack } from "../lb-host/conntrack-check.ts";
+import type { FastPath } from "../lb-host/fast-path.ts";
+import { nftablesLbHostConfig } from "../lb-host/lb-host-config.ts";
+import { FlowUsagePacer, readFlowTableUsage } from "../lb-host/nftables/flow-table-usage.ts";
+import { type HealthSource, LbController, type LbEvent } from "../lb-host/nftables/lb-controller.ts";
+import { createNftGenerationWatch } from "../lb-host/nftables/nft-generation.ts";
+import { nodeTrafficOf, serviceTrafficOf } from "../lb-host/nftables/node-traffic.ts";
+import { flowTableName } from "../lb-host/nftables/render/flow-map.ts";
+import { natClaimTransaction } from "../lb-host/nftables/render/nat-claim.ts";
+import { describePath, nodePath } from "../lb-host/routing/encap.ts";
+import { createEncapCheckRoutes } from "../lb-host/routing/encap-check-routes.ts";
+import { TunnelCheckKeeper } from "../lb-host/tunnel-check-keeper.ts";
 import { formatCidr } from "../net/ip.ts";
 import { planSnapshot } from "../plan/planner.ts";
-import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
 import {
   type AnnounceFlags,
   addAnnounceOptions,
-  announceConfig,
   describeAnnounceEvent,
   keepalivedAnnouncer,
 } from "./lb-announce.ts";
 import {
   addBgpOptions,
   type BgpFlags,
-  bgpAnnounceConfig,
   bgpAnnouncer,
   birdLog,
   ClusterBgpConfig,
+  startBgpStatus,
 } from "./lb-announce-bgp.ts";
+import { addFlowOptions } from "./lb-flow-flags.ts";
+import { type WireChecks, type WireFinding, wireChecksFor } from "./lb-wire.ts";
 import type { CliIo } from "./load-input.ts";
 import type { Observability } from "./observability.ts";
 
@@ -75,7 +86,18 @@ export interface KubeLbRun {
   readonly source: SnapshotSource;
   /** `--announce bgp` without --bgp-peer: the LoadBalancerBGPPeers of the last read */
   readonly bgpPeers?: () => readonly LoadBalancerBGPPeer[];
+  /** with bgpPeers: the LoadBalancerBGPAdvertisements and the pools they select */
+  readonly bgpExtras?: () => Pick<BgpPeerConfigInput, "advertisements" | "pools" | "secrets">;
+  /** with bgpPeers: writes this host's conditions to the objects' status (bgp-status-writer.ts) */
+  readonly bgpStatus?: (objects: readonly BgpObjectConditions[]) => Promise<string[]>;
   readonly prepare: (read: Extract<SourceRead, { ok: true }>) => { snapshot: Snapshot; degraded: boolean };
+  /** an Event on each of these Services (namespace/name); the wire checks report through it */
+  readonly serviceEvent?: (
+    services: readonly string[],
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+  ) => void;
 }
 
 export interface NftLbFlags extends AnnounceFlags, BgpFlags {
@@ -98,10 +120,14 @@ export interface NftLbFlags extends AnnounceFlags, BgpFlags {
   encapCheck?: boolean;
   encapCheckPorts?: string;
   conntrackMax?: string;
+  flowTableSize?: string;
+  flowTimeout?: string;
+  expectedFlows?: string;
 }
 
 /** Adds the nftables flags to `passlb lb`. */
 export function addNftablesOptions(command: import("commander").Command): void {
+  addFlowOptions(command);
   command
     .option(
       "--manifests <path>",
@@ -165,59 +191,35 @@ export async function runNftablesLb(
   kube?: KubeLbRun,
   /** tests: a fake applier instead of the `nft` command, a fake announcement engine, fake conntrack sysctls */
   adapters: {
-    readonly nft?: NftApplier;
+    readonly nft?: NftDriver;
     readonly announcer?: (peers: PeerAddresses, onEvent: (e: AnnouncerEvent) => void) => Announcer;
     readonly conntrack?: ConntrackSysctl;
     /** `--announce bgp` from LoadBalancerBGPPeers: the real engine over a fake speaker and route table */
     readonly bgp?: { readonly speaker: BgpSpeaker; readonly routes: VipRouteTable };
+    /** `--dataplane xdp`: the fast path in front of the table (lb-xdp.ts), fed every committed pass */
+    readonly fastPath?: FastPath;
   } = {},
 ): Promise<number> {
-  const paths = [...flags.filename, ...flags.manifests];
-  const seed = Number(flags.seed);
-  const maxSize = Number(flags.maxTableSize);
-  const pollMs = Number(flags.pollMs);
-  const driftMs = Number(flags.driftCheckMs);
-  const countersMs = Number(flags.countersMs ?? "10000");
-  if (paths.length === 0 && !kube) return usage(io, "pass -f/--manifests DIR (repeatable)");
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    return usage(io, "--seed must be 0..4294967295");
-  if (!/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/.test(flags.table))
-    return usage(io, "--table must be an nft identifier");
-  let sizeFor: (n: number) => number;
-  try {
-    sizeFor = kernelTableSize(maxSize);
-  } catch (e) {
-    return usage(io, `--max-table-size: ${(e as Error).message}`);
-  }
-  if (!(pollMs >= 50) || !(driftMs >= 0) || !(countersMs >= 0))
-    return usage(io, "--poll-ms must be ≥ 50, --drift-check-ms and --counters-ms ≥ 0");
-
-  const conntrackMax = flags.conntrackMax === undefined ? undefined : Number(flags.conntrackMax);
-  if (conntrackMax !== undefined && !(Number.isSafeInteger(conntrackMax) && conntrackMax >= 1))
-    return usage(io, `--conntrack-max must be a positive integer, got ${flags.conntrackMax}`);
-
-  const forward = forwardFromFlags(flags);
-  if (typeof forward === "string") return usage(io, forward);
-  const checkPorts = encapCheckPortsFromFlag(flags.encapCheckPorts);
-  if (typeof checkPorts === "string") return usage(io, checkPorts);
-  if (flags.encapCheck && (!flags.probe || !flags.routes))
-    return usage(io, "--encap-check needs the prober and policy routes (drop --no-probe / --no-routes)");
+  const given = nftablesLbHostConfig(flags, {
+    kube: kube !== undefined,
+    bgpPeers: kube?.bgpPeers !== undefined,
+  });
+  if (!given.ok) return usage(io, given.message);
+  const { paths, seed, sizeFor, pollMs, driftMs, countersMs, conntrackMax, forward, flows, checkPorts } =
+    given.config;
   // --announce bgp (lb-announce-bgp.ts): the routed LB tier; l2 otherwise
-  const announceWith = announceConfig(flags);
-  if (typeof announceWith === "string") return usage(io, announceWith);
-  const bgpWith = bgpAnnounceConfig(flags);
-  if (typeof bgpWith === "string") return usage(io, bgpWith);
-  // --announce bgp without --bgp-asn/--bgp-peer: the sessions follow the LoadBalancerBGPPeers
-  if (bgpWith && !bgpWith.settings && !kube?.bgpPeers)
-    return usage(
-      io,
-      "--announce bgp needs --bgp-asn and --bgp-peer (in Kubernetes mode: LoadBalancerBGPPeer objects instead)",
-    );
+  const { announce: announceWith, bgp: bgpWith, wireMs } = given.config;
   const clusterBgp =
     bgpWith && !bgpWith.settings
       ? new ClusterBgpConfig({
           host: flags.hostName ?? hostname(),
           kernelTable: bgpWith.kernelTable,
+          reportReset: (r) => {
+            // logged before `birdc configure` restarts it (passwords are never in `changed`'s words)
+            const what = `BGP session ${r.protocol}${r.source ? ` (LoadBalancerBGPPeer ${r.source})` : ""} restarts: ${r.changed.join(", ")} changed, which BIRD applies only by restarting the session`;
+            io.stderr(`passlb lb: bgp: ${what}\n`);
+            obs?.logger.log("warn", { event: "bgp_session_reset", reason: "config_changed" }, what);
+          },
           report: (f) => {
             io.stderr(`passlb lb: bgp: ${f.subject}: ${f.message} [${f.code}]\n`);
             obs?.logger.log(
@@ -235,7 +237,7 @@ export async function runNftablesLb(
   let lastPassOk = false;
   let lastPlanned: PlannedVips[] = [];
 
-  const nft = adapters.nft ?? createNftApplier();
+  const nft = adapters.nft ?? createNftDriver();
   try {
     await nft.dump(flags.table, { terse: true });
   } catch (e) {
@@ -252,34 +254,24 @@ export async function runNftablesLb(
   // conntrack sizing (issue 16): checked at start; nf_conntrack may load only with our
   // table (its `ct mark` rules), so then once more after the first sync
   const conntrack = adapters.conntrack ?? createConntrackSysctl();
-  const sizeConntrack = async (): Promise<"ok" | "not_loaded" | "failed"> => {
-    let observed: Awaited<ReturnType<ConntrackSysctl["read"]>>;
-    try {
-      observed = await conntrack.read();
-    } catch (e) {
-      io.stderr(`passlb lb: warning: ${(e as Error).message}\n`);
-      return conntrackMax === undefined ? "ok" : "failed";
-    }
-    if (!observed) return "not_loaded";
-    const plan = conntrackSizing(observed, conntrackMax);
-    if (plan.write !== undefined) {
-      try {
-        await conntrack.writeMax(plan.write);
-        io.stderr(`passlb lb: nf_conntrack_max set to ${plan.write} (was ${observed.max})\n`);
-      } catch (e) {
-        io.stderr(`error: --conntrack-max: ${(e as Error).message}\n`);
-        return "failed";
-      }
-    }
-    for (const f of plan.findings) {
-      io.stderr(`passlb lb: ${f.severity} ${f.code}: ${f.message}\n`);
-      if (f.severity === "warning")
-        obs?.observer.note({ event: f.code, severity: "warning", message: f.message });
-    }
-    return "ok";
-  };
+  const sizeConntrack = () =>
+    checkConntrack({
+      conntrack,
+      max: conntrackMax,
+      flowTable: flows.flowTable,
+      expectedFlows: flows.expectedFlows,
+      log: (line) => io.stderr(`${line}\n`),
+      warn: (event, message) => obs?.observer.note({ event, severity: "warning", message }),
+    });
   const sized = await sizeConntrack();
   if (sized === "failed") return 1;
+  const fastPath = adapters.fastPath;
+  try {
+    await fastPath?.start();
+  } catch (e) {
+    io.stderr(`error: xdp: ${(e as Error).message}\n`);
+    return 1;
+  }
 
   /** first change (input read, health) not yet in the kernel: the programming latency starts there */
   let pendingSince: number | undefined;
@@ -298,6 +290,8 @@ export async function runNftablesLb(
           "passlb lb: info conntrack_not_loaded: nf_conntrack is not loaded; its sizes were not checked\n",
         );
     });
+  // the repair counters exist at 0 from the start, so an alert's increase() counts the first repair
+  for (const what of ["table", "routes"]) obs?.metrics.driftRepair("nftables", what, 0);
   const log = (e: LbEvent) => {
     io.stderr(`passlb lb: ${describe(e)}\n`);
     if (e.kind === "kept_last_good") passKept.add(e.service);
@@ -309,7 +303,9 @@ export async function runNftablesLb(
       pushAnnounce();
     }
     if (e.kind === "synced") synced();
+    if (e.kind === "synced") fastPath?.synced(controller.forwarding);
     if (!obs) return;
+    if (e.kind === "drift") obs.metrics.driftRepair("nftables", e.scope);
     if (e.kind === "synced") {
       if (e.mode !== "noop") obs.metrics.nftTransaction(e.mode, true, e.ms / 1000);
       obs.metrics.reconcile("lb", "ok");
@@ -361,40 +357,21 @@ export async function runNftablesLb(
     forward.mode === "encap" && flags.routes && !flags.once && !adapters.nft
       ? createEncapCheckRoutes({ forward, ports: checkPorts })
       : undefined;
-  let checkRunning: Promise<void> | undefined;
-  let checkAgain = false;
-  let lastCheckError = "";
-  const syncCheck = (): void => {
-    if (!checkRoutes) return;
-    if (checkRunning) {
-      checkAgain = true;
-      return;
-    }
-    checkRunning = (async () => {
-      do {
-        checkAgain = false;
-        try {
-          const r = await checkRoutes.sync(prober?.tunnelAddresses() ?? [], tunnelChecked);
-          if (r.changed && tunnelChecked)
-            io.stderr(
-              `passlb lb: tunnel check routes synced for ${prober?.tunnelAddresses().length ?? 0} routed node address(es)\n`,
-            );
-          lastCheckError = "";
-        } catch (e) {
-          const message = `tunnel check routes: ${(e as Error).message}`;
-          if (message !== lastCheckError) {
-            io.stderr(`passlb lb: ${message}\n`);
-            obs?.observer.note({ event: "tunnel_check_routes_failed", severity: "warning", message });
-          }
-          lastCheckError = message;
-        }
-      } while (checkAgain);
-      checkRunning = undefined;
-    })();
-  };
-  const checkTimer =
-    checkRoutes && tunnelChecked ? setInterval(syncCheck, driftMs > 0 ? driftMs : 5000) : undefined;
-  checkTimer?.unref();
+  const tunnelCheck =
+    checkRoutes &&
+    new TunnelCheckKeeper({
+      routes: checkRoutes,
+      addresses: () => prober?.tunnelAddresses() ?? [],
+      enabled: tunnelChecked,
+      everyMs: driftMs > 0 ? driftMs : 5000,
+      clock: realClock(),
+      onSynced: (n) => io.stderr(`passlb lb: tunnel check routes synced for ${n} routed node address(es)\n`),
+      onFailed: (message) => {
+        io.stderr(`passlb lb: ${message}\n`);
+        obs?.observer.note({ event: "tunnel_check_routes_failed", severity: "warning", message });
+      },
+    });
+  const syncCheck = (): void => tunnelCheck?.sync();
   const health: HealthSource | undefined = prober && {
     lookup: prober.lookup,
     version: () => healthVersion,
@@ -419,15 +396,12 @@ export async function runNftablesLb(
   const controller = new LbController({
     table: flags.table,
     seed,
+    flowTable: flows.flowTable,
     nft,
     ...(flags.routes ? { routes: createPolicyRoutes({ forward }) } : {}),
     forward,
     ...(health ? { health } : {}),
-    timers: {
-      setTimeout: (fn, ms) => setTimeout(fn, ms),
-      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-    },
-    now: () => performance.now(),
+    clock: realClock(),
     sizeFor,
     ...(kube && { vipSource: "status" as const }),
     debounceMs: 5,
@@ -441,7 +415,7 @@ export async function runNftablesLb(
   };
   if (flags.claimNat) {
     try {
-      await nft.apply(natClaimRuleset(flags.table));
+      await nft.run(natClaimTransaction(flags.table));
     } catch (e) {
       io.stderr(`error: --claim-nat: ${(e as Error).message}\n`);
       return 1;
@@ -465,8 +439,9 @@ export async function runNftablesLb(
   const announceRead = (snapshot: Snapshot, plans: ReturnType<typeof planSnapshot>["plans"]) => {
     lastPlanned = plans.map((p) => ({ service: p.service, vips: p.vips.map((v) => ({ ...v })) }));
     lastNodes = snapshot.nodes;
+    fastPath?.setZones(snapshot.config.zones);
     if (clusterBgp && kube?.bgpPeers) {
-      const text = clusterBgp.update(kube.bgpPeers(), snapshot.nodes);
+      const text = clusterBgp.update(kube.bgpPeers(), snapshot.nodes, kube.bgpExtras?.() ?? {});
       // a refused configuration keeps the last good one running (bird-speaker.ts)
       bgpEngine?.configure(text).catch((e: unknown) => {
         io.stderr(`passlb lb: bgp: the new configuration was refused: ${(e as Error).message}\n`);
@@ -478,6 +453,32 @@ export async function runNftablesLb(
   const mode = bgpWith ? "bgp" : "l2";
   const engineName = bgpWith ? "bird" : "keepalived";
   let announceMetrics: ReturnType<typeof setInterval> | undefined;
+  let wire: WireChecks | undefined;
+  const wireFinding = (f: WireFinding) => {
+    const services = lastPlanned
+      .filter((p) => p.vips.some((v) => f.vips?.includes(v.address)))
+      .map((p) => p.service);
+    const on = services.length > 0 ? ` [${services.join(", ")}]` : "";
+    io.stderr(`passlb lb: wire: ${f.message}${on} [${f.reason}]\n`);
+    obs?.logger.log(
+      f.severity === "warning" ? "warn" : "info",
+      { event: "announce_wire", reason: f.reason },
+      f.message,
+    );
+    obs?.observer.note({
+      event: "announce_wire",
+      reason: f.reason,
+      severity: f.severity,
+      ...(services[0] !== undefined && { service: services[0] }),
+      message: f.message,
+    });
+    kube?.serviceEvent?.(services, f.severity === "warning" ? "Warning" : "Normal", f.reason, f.message);
+  };
+  const announceStatus = () => {
+    const base = announce!.status();
+    return wire ? wire.status(base) : base;
+  };
+  let stopBgpStatus: (() => void) | undefined;
   const beginAnnounce = async (): Promise<boolean> => {
     if (!announceWith && !bgpWith) return true;
     let waited: ReturnType<typeof setTimeout> | undefined;
@@ -492,7 +493,8 @@ export async function runNftablesLb(
       const line = describeAnnounceEvent(e, engineName);
       io.stderr(`passlb lb: ${line}\n`);
       if (e.kind === "state") obs?.metrics.announceTransition(engineName, e.state);
-      if (announce && obs) obs.metrics.announce(announce.status());
+      if (e.kind === "state") wire?.failover();
+      if (announce && obs) obs.metrics.announce(announceStatus());
       if (
         e.kind === "failed" ||
         (e.kind === "engine" && (e.state === "restarting" || e.state === "failed" || e.healthy === false))
@@ -521,11 +523,39 @@ export async function runNftablesLb(
     // LoadBalancerBGPPeers that changed while BIRD started: reconfigured from here on
     bgpEngine = bgp;
     if (bgp && clusterBgp) await bgp.configure(clusterBgp.text).catch(() => false);
-    obs?.observer.announcement(() => engine.status());
+    // the announcement checked from the wire (lb-wire.ts; not with a test's fake engine)
+    if (!adapters.announcer && !adapters.bgp)
+      wire = wireChecksFor({
+        periodMs: wireMs,
+        engine: () => engine.status(),
+        report: wireFinding,
+        ...(announceWith && {
+          l2: {
+            self: announceWith.self,
+            interface: announceWith.interface,
+            peers: () => (announceWith.peerLabel ? labelledPeers(lastNodes, announceWith.peerLabel) : peers),
+            vridRange: announceWith.vridRange,
+            vrrpWatch: announceWith.vrrpWatch,
+          },
+        }),
+        ...(bgpWith && { bgpSocket: birdPaths(bgpWith.stateDir).socket }),
+      });
+    obs?.observer.announcement(announceStatus);
+    if (bgp && clusterBgp && kube?.bgpStatus && kube.bgpPeers)
+      stopBgpStatus = startBgpStatus({
+        cluster: clusterBgp,
+        engine: bgp,
+        names: () => ({
+          peers: kube.bgpPeers!().map((p) => p.metadata.name),
+          advertisements: (kube.bgpExtras?.().advertisements ?? []).map((a) => a.metadata.name),
+        }),
+        write: kube.bgpStatus,
+        log: (line) => io.stderr(`passlb lb: ${line}\n`),
+      });
     if (obs) {
       // the engine's own state (sessions, BFD, VRRP) changes between events too
-      obs.metrics.announce(engine.status());
-      announceMetrics = setInterval(() => obs.metrics.announce(engine.status()), 1000);
+      obs.metrics.announce(announceStatus());
+      announceMetrics = setInterval(() => obs.metrics.announce(announceStatus()), 1000);
       announceMetrics.unref();
     }
     pushAnnounce(); // reads that landed while it started
@@ -566,17 +596,21 @@ export async function runNftablesLb(
           io.stderr(`passlb lb: sync failed: ${(outcome.cause as Error).message}\n`);
           code = 1;
         } else io.stderr(`passlb lb: ${outcome.mode} sync, ${outcome.bytes} bytes\n`);
+        fastPath?.synced(controller.forwarding);
       }
     } else if (await beginAnnounce()) await aborted;
     else code = 1;
     clearInterval(announceMetrics);
+    await wire?.stop();
+    stopBgpStatus?.();
     await announce?.stop({ graceful: true });
     await kube.source.close();
     await controller.stop();
+    await fastPath?.stop();
     generations?.close();
-    clearInterval(checkTimer);
+    const checkStopped = tunnelCheck?.stop();
     await prober?.close();
-    await checkRunning;
+    await checkStopped;
     if (!flags.once) io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
     return code;
   }
@@ -608,6 +642,7 @@ export async function runNftablesLb(
   if (flags.once) {
     const outcome = await controller.syncOnce();
     await controller.stop();
+    await fastPath?.stop();
     generations?.close();
     await prober?.close();
     if (outcome.kind !== "ok") {
@@ -615,10 +650,13 @@ export async function runNftablesLb(
       return 1;
     }
     io.stderr(`passlb lb: ${outcome.mode} sync, ${outcome.bytes} bytes\n`);
+    fastPath?.synced(controller.forwarding);
+    await fastPath?.stop();
     return 0;
   }
   if (!(await beginAnnounce())) {
     await controller.stop();
+    await fastPath?.stop();
     generations?.close();
     await prober?.close();
     return 1;
@@ -635,6 +673,7 @@ export async function runNftablesLb(
     },
   });
   // per-node packets and bytes from the kernel's counters, at a modest period
+  const flowPacer = new FlowUsagePacer(() => performance.now());
   const readCounters = async () => {
     const state = controller.current;
     if (!obs || !state) return;
@@ -644,9 +683,20 @@ export async function runNftablesLb(
         obs.metrics.nodeTraffic(t.node, t.packets, t.bytes);
       for (const t of serviceTrafficOf(controller.forwarding, counters))
         obs.metrics.serviceTraffic(t.service, t.packets, t.bytes);
+      if (!adapters.nft)
+        void flowPacer
+          .maybe(() => readFlowTableUsage(flowTableName(flags.table), flows.flowTable))
+          .then(
+            (usage) => {
+              for (const u of usage ?? []) obs.metrics.flowTable("nftables", u.family, u.entries, u.capacity);
+            },
+            (e) => io.stderr(`passlb lb: reading the flow table failed: ${(e as Error).message}\n`),
+          );
     } catch (e) {
       io.stderr(`passlb lb: reading the node counters failed: ${(e as Error).message}\n`);
     }
+    const usage = await readConntrackUsage().catch(() => undefined);
+    if (usage) obs.metrics.conntrack(usage.entries, usage.max);
   };
   const counterTimer = obs && countersMs > 0 ? setInterval(() => void readCounters(), countersMs) : undefined;
   counterTimer?.unref();
@@ -656,12 +706,14 @@ export async function runNftablesLb(
   });
   if (counterTimer) clearInterval(counterTimer);
   clearInterval(announceMetrics);
+  await wire?.stop();
   await announce?.stop({ graceful: true });
   await controller.stop();
+  await fastPath?.stop();
   generations?.close();
-  clearInterval(checkTimer);
+  const checkStopped = tunnelCheck?.stop();
   await prober?.close();
-  await checkRunning;
+  await checkStopped;
   io.stderr("passlb lb: stopped; the kernel keeps forwarding with the last table\n");
   return 0;
 }
@@ -693,6 +745,7 @@ function describe(e: LbEvent): string {
     case "adopted":
       return `adopted the existing table (${e.sets} sets/maps, ${e.chains} chains) without a flush`;
     case "drift":
+      if (e.scope === "flows") return `flow table drifted (${e.what}); restoring it`;
       return e.scope === "table"
         ? `kernel table drifted (${e.what}); full sync`
         : `policy routing drifted (${e.what}); installing the routes again`;

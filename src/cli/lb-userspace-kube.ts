@@ -9,13 +9,13 @@
  * Wiring only (the manifest mode stays in lb-command.ts, unchanged).
  */
 
-import { serviceForwarding } from "../dataplane/forwarding-state.ts";
-import { describeTcpPlumbing, type TcpPlumbingChoice } from "../dataplane/userspace/tcp-plumbing.ts";
-import { UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
+import { serviceForwarding } from "../forwarding/forwarding-state.ts";
+import { ProberHealth } from "../health/prober-health.ts";
+import { describeTcpPlumbing, type TcpPlumbingChoice } from "../lb-host/userspace/tcp-plumbing.ts";
+import { UserspaceLb } from "../lb-host/userspace/userspace-lb.ts";
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
-import { ProberHealth } from "../quickstart/prober-health.ts";
 import { poolUsage } from "../web/pool-usage.ts";
 import type { KubeLbRun } from "./lb-nftables.ts";
 import type { CliIo } from "./load-input.ts";

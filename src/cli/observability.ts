@@ -8,11 +8,11 @@
  * the data path matters more than its window. `off` (or an empty address) disables it.
  */
 import type { Command } from "commander";
+import { parseBindAddress } from "../node-agent/agent-config.ts";
 import { DashboardServer } from "../web/dashboard-server.ts";
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel, parseLogLevel } from "../web/logger.ts";
 import { Metrics } from "../web/metrics.ts";
 import { Observer } from "../web/observer.ts";
-import { parseBindAddress } from "./agent-command.ts";
 import type { CliIo } from "./load-input.ts";
 
 export interface ObservabilityFlags {

@@ -6,12 +6,14 @@
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
-import { type Forward, type ForwardFlags, forwardFromFlags, memberPaths } from "../dataplane/encap.ts";
 import { slicesForSnapshot } from "../endpoints/snapshot-slices.ts";
 import type { Document } from "../k8s/documents.ts";
 import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
+import { type Forward, type ForwardFlags, forwardFromFlags, memberPaths } from "../lb-host/routing/encap.ts";
+import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
+import { planJson } from "../plan/plan-json.ts";
 import { renderPlansText } from "../plan/plan-text.ts";
-import { planSnapshot } from "../plan/planner.ts";
+import { planSnapshot, type SkippedService } from "../plan/planner.ts";
 import { type CliIo, loadSnapshot } from "./load-input.ts";
 import {
   addPlanAnnounceOptions,
@@ -193,24 +195,32 @@ export function printPlans(
       }),
     );
   else {
-    // with --forward: each member says how the LB host reaches it (`path`)
-    const withPaths = forward
-      ? plans.map((p) => {
-          const paths = pathsOf(p)!;
-          return { ...p, members: p.members.map((m) => ({ ...m, path: paths.get(m.node) ?? "route" })) };
-        })
-      : plans;
-    // with --announce: each Service says which hosts announce each of its VIPs (`announce`)
-    const services = announced
-      ? withPaths.map((p) => ({
-          ...p,
-          announce: { mode: announced.mode, vips: announced.forService(p.service) },
-        }))
-      : withPaths;
-    const doc = { services, skipped };
+    const doc = plansDocument(plans, skipped, pathsOf, announced);
     io.stdout(
       format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : stringify(JSON.parse(JSON.stringify(doc))),
     );
   }
   return plans.some((p) => p.issues.some((i) => i.severity === "error")) ? 1 : 0;
+}
+
+/**
+ * `-o json|yaml`: each plan's JSON view (plan-json.ts); with `--forward`, its members with how
+ * the LB host reaches each (`members[].path`); with `--announce`, which hosts announce each
+ * of its VIPs (`announce`).
+ */
+function plansDocument(
+  plans: readonly LoadBalancerPlan[],
+  skipped: readonly SkippedService[],
+  pathsOf: ((plan: LoadBalancerPlan) => ReadonlyMap<string, string> | undefined) | undefined,
+  announced: ReturnType<typeof announceView> | undefined,
+) {
+  const services = plans.map((p) => {
+    const paths = pathsOf?.(p);
+    return {
+      ...planJson(p),
+      ...(paths && { members: p.members.map((m) => ({ ...m, path: paths.get(m.node) ?? "route" })) }),
+      ...(announced && { announce: { mode: announced.mode, vips: announced.forService(p.service) } }),
+    };
+  });
+  return { services, skipped };
 }

@@ -12,15 +12,19 @@
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import type { KubeEnv } from "../cluster/kube-config.ts";
-import { chooseDataplane, type DataplaneRequest } from "../dataplane/choose-dataplane.ts";
-import { describeTcpPlumbing, parseTcpPlumbing } from "../dataplane/userspace/tcp-plumbing.ts";
+import { chooseDataplane, type DataplaneRequest } from "../lb-host/choose-dataplane.ts";
+import {
+  describeTcpPlumbing,
+  parseTcpPlumbing,
+  type TcpPlumbingChoice,
+} from "../lb-host/userspace/tcp-plumbing.ts";
 import { ControlServer, DEFAULT_CONTROL_PORT } from "../quickstart/control-server.ts";
 import { renderLiveLines, renderLiveView } from "../quickstart/live-view.ts";
 import { QuickstartRun } from "../quickstart/quickstart-run.ts";
 import { tryLines } from "../quickstart/try-lines.ts";
 import type { CliIo } from "./load-input.ts";
 import { addObservabilityOptions, type ObservabilityFlags, startObservability } from "./observability.ts";
-import { runUpLab } from "./up-lab.ts";
+import { runUpLab, type UpLabOptions } from "./up-lab.ts";
 import { runViewLoop } from "./up-view-loop.ts";
 
 /** What only the composition root knows about the host and the process. */
@@ -93,53 +97,91 @@ export function registerUpCommand(
   });
 }
 
+/** The validated flags: the userspace quickstart here, or the lab (`--dataplane nftables`). */
+type UpConfig =
+  | { readonly mode: "userspace"; readonly quickstart: QuickstartConfig }
+  | { readonly mode: "lab"; readonly lab: UpLabOptions };
+
+interface QuickstartConfig {
+  readonly dir: string;
+  readonly port: number;
+  readonly probeIntervalMs: number;
+  readonly duration: number | undefined;
+  readonly tcp: TcpPlumbingChoice;
+  /** why the userspace proxy runs, for the first line */
+  readonly reason: string;
+}
+
+/** What is wrong with the flags, and the exit code (2: bad flag, 1: this host cannot). */
+interface UpRefusal {
+  readonly error: string;
+  readonly exitCode: 1 | 2;
+}
+
 async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
-  const requested = opts.dataplane as DataplaneRequest;
-  if (!["auto", "userspace", "nftables"].includes(requested)) {
-    io.stderr(`error: --dataplane must be auto, userspace or nftables, not ${opts.dataplane}\n`);
-    return 2;
+  const config = upConfig(opts, env);
+  if ("error" in config) {
+    io.stderr(`error: ${config.error}\n`);
+    return config.exitCode;
   }
+  if (config.mode === "lab") return runUpLab(config.lab, io, env);
+  return runQuickstart(config.quickstart, opts, io, env);
+}
+
+/** flags → UpConfig, each error naming its flag; the data plane chosen from the host's facts. */
+function upConfig(opts: UpOptions, host: HostFacts): UpConfig | UpRefusal {
+  const requested = opts.dataplane as DataplaneRequest;
+  if (!["auto", "userspace", "nftables"].includes(requested))
+    return { error: `--dataplane must be auto, userspace or nftables, not ${opts.dataplane}`, exitCode: 2 };
   const choice = chooseDataplane({
-    isRoot: env.isRoot,
-    hasNft: requested === "userspace" ? false : env.hasNft(),
+    isRoot: host.isRoot,
+    hasNft: requested === "userspace" ? false : host.hasNft(),
     requested,
   });
-  if (!choice.ok) {
-    io.stderr(
-      `error: ${choice.reason}: passlb up --dataplane nftables builds the network-namespace lab (docs/lab.md); without root, plain passlb up runs the same folder on the userspace proxy\n`,
-    );
-    return 1;
-  }
+  if (!choice.ok)
+    return {
+      error: `${choice.reason}: passlb up --dataplane nftables builds the network-namespace lab (docs/lab.md); without root, plain passlb up runs the same folder on the userspace proxy`,
+      exitCode: 1,
+    };
   const tcp = parseTcpPlumbing(opts.tcpPlumbing);
-  if (tcp === undefined) {
-    io.stderr(`error: --tcp-plumbing must be net or experimental-libuv, not ${opts.tcpPlumbing}\n`);
-    return 2;
-  }
+  if (tcp === undefined)
+    return {
+      error: `--tcp-plumbing must be net or experimental-libuv, not ${opts.tcpPlumbing}`,
+      exitCode: 2,
+    };
   const dir = opts.filename ?? BUNDLED_EXAMPLE;
   const port = Number(opts.controlPort);
-  const probeMs = Number(opts.probeInterval);
+  const probeIntervalMs = Number(opts.probeInterval);
   const duration = opts.duration === undefined ? undefined : Number(opts.duration);
-  if (
-    !Number.isInteger(port) ||
-    port < 0 ||
-    port > 65535 ||
-    !(probeMs >= 50) ||
-    (duration !== undefined && !(duration > 0))
-  ) {
-    io.stderr("error: --control-port, --probe-interval or --duration is not a valid number\n");
-    return 2;
-  }
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    return { error: `--control-port ${opts.controlPort}: expected a port number, 0 to 65535`, exitCode: 2 };
+  if (!(probeIntervalMs >= 50))
+    return {
+      error: `--probe-interval ${opts.probeInterval}: expected milliseconds, at least 50`,
+      exitCode: 2,
+    };
+  if (duration !== undefined && !(duration > 0))
+    return { error: `--duration ${opts.duration}: expected a positive number of seconds`, exitCode: 2 };
   if (requested === "nftables") {
-    if (!/^[a-z0-9]{1,8}$/.test(opts.labName)) {
-      io.stderr("error: --lab-name must be 1-8 lower-case letters or digits\n");
-      return 2;
-    }
-    return runUpLab({ ...opts, dir, port, duration, labName: opts.labName }, io, env);
+    if (!/^[a-z0-9]{1,8}$/.test(opts.labName))
+      return { error: "--lab-name must be 1-8 lower-case letters or digits", exitCode: 2 };
+    return { mode: "lab", lab: { ...opts, dir, port, duration, labName: opts.labName } };
   }
-  let reason = choice.reason;
   // auto runs the userspace proxy here; the kernel path runs in the lab (--dataplane nftables)
-  if (choice.dataplane === "nftables")
-    reason = "auto: passlb up runs the userspace proxy unless --dataplane nftables asks for the lab";
+  const reason =
+    choice.dataplane === "nftables"
+      ? "auto: passlb up runs the userspace proxy unless --dataplane nftables asks for the lab"
+      : choice.reason;
+  return { mode: "userspace", quickstart: { dir, port, probeIntervalMs, duration, tcp, reason } };
+}
+
+/** The userspace quickstart: observability, the run, the control port, what runs, the live view. */
+async function runQuickstart(
+  config: QuickstartConfig,
+  opts: UpOptions,
+  io: CliIo,
+  env: RunEnv,
+): Promise<number> {
   const obs = await startObservability(opts, {
     io,
     process: "passlb up",
@@ -150,43 +192,29 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     io.stderr(`error: ${obs}\n`);
     return 2;
   }
+  const { dir, port, tcp } = config;
   const run = new QuickstartRun({
     dir,
-    probeIntervalMs: probeMs,
+    probeIntervalMs: config.probeIntervalMs,
     tcp,
     log: (l) => io.stderr(`${l}\n`),
     observer: obs.observer,
   });
-  const control = await ControlServer.start(port, () => ({
-    dir,
-    startedAt: new Date(run.startedAt).toISOString(),
-    // what a controller would write to each Service's status (ipMode Proxy: a proxying LB)
-    status: run.plans.map((p) => ({
-      service: p.service,
-      loadBalancer: { ingress: p.vips.map((v) => ({ ip: v.address, ipMode: p.ipMode })) },
-    })),
-    state: run.liveState(),
-  }));
-  if (control.kind === "already_running") {
-    io.stderr(
-      `passlb up is already running (folder ${control.dir}, since ${control.startedAt}); stop it with Ctrl-C there, or see http://127.0.0.1:${port}/\n`,
-    );
+  const control = await startControl(run, dir, port, io);
+  if (!control) {
     await run.close();
     await obs.close();
     return 1;
   }
-  if (control.kind === "port_busy") {
-    io.stderr(
-      `error: cannot open the control port: ${control.message} (choose another with --control-port)\n`,
-    );
+  const close = async () => {
     await run.close();
     await obs.close();
-    return 1;
-  }
+    await control.close();
+  };
   const dashboard = await obs.serve();
   const signal = env.shutdownSignal();
   io.stdout(
-    `passlb up: data plane userspace (${reason}); ${describeTcpPlumbing(run.tcpPlumbing, tcp)}; folder ${dir}\n`,
+    `passlb up: data plane userspace (${config.reason}); ${describeTcpPlumbing(run.tcpPlumbing, tcp)}; folder ${dir}\n`,
   );
   io.stdout(
     "  as root with nft, passlb up --dataplane nftables runs the same folder on the kernel data plane in the network-namespace lab\n",
@@ -199,14 +227,63 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
     if (n.severity !== "info") io.stderr(`${n.code}: ${n.subject}: ${n.message}\n`);
   if (!started.ok) {
     for (const e of started.errors) io.stderr(`error: ${e}\n`);
-    await run.close();
-    await obs.close();
-    await control.server.close();
+    await close();
     return started.errors.some((e) => /EADDRINUSE/.test(e)) ? 1 : 2;
   }
+  const tryText = printRunning(run, dir, control.port, dashboard, io);
+  const tty = env.stdoutIsTTY;
+  const refreshMs = (opts.refresh === undefined ? (tty ? 1 : 5) : Number(opts.refresh)) * 1000;
+  const draw = () => {
+    const state = run.liveState();
+    // on a terminal the view is redrawn in place, with the try lines kept on top
+    io.stdout(tty ? `\x1b[H\x1b[J${tryText}\n${renderLiveView(state)}` : renderLiveLines(state));
+  };
+  await runViewLoop({ draw, refreshMs, once: opts.once === true, duration: config.duration, signal });
+  await close();
+  io.stdout("\npasslb up: stopped; every listener, pod and agent is closed\n");
+  return 0;
+}
+
+/** The control port (status and single instance), or undefined after saying why it could not open. */
+async function startControl(
+  run: QuickstartRun,
+  dir: string,
+  port: number,
+  io: CliIo,
+): Promise<ControlServer | undefined> {
+  const control = await ControlServer.start(port, () => ({
+    dir,
+    startedAt: new Date(run.startedAt).toISOString(),
+    // what a controller would write to each Service's status (ipMode Proxy: a proxying LB)
+    status: run.plans.map((p) => ({
+      service: p.service,
+      loadBalancer: { ingress: p.vips.map((v) => ({ ip: v.address, ipMode: p.ipMode })) },
+    })),
+    state: run.liveState(),
+  }));
+  if (control.kind === "already_running")
+    io.stderr(
+      `passlb up is already running (folder ${control.dir}, since ${control.startedAt}); stop it with Ctrl-C there, or see http://127.0.0.1:${port}/\n`,
+    );
+  else if (control.kind === "port_busy")
+    io.stderr(
+      `error: cannot open the control port: ${control.message} (choose another with --control-port)\n`,
+    );
+  else return control.server;
+  return undefined;
+}
+
+/** What runs, each Service's ingress, the dashboard and the try lines; returns the try lines (the live view keeps them on top). */
+function printRunning(
+  run: QuickstartRun,
+  dir: string,
+  controlPort: number,
+  dashboard: string | undefined,
+  io: CliIo,
+): string {
   const snap = run.snapshot!;
   io.stdout(
-    `running: ${snap.pods.length} pods, ${snap.nodes.length} node agents, LB for ${run.plans.length} Services; status at http://127.0.0.1:${control.server.port}/\n`,
+    `running: ${snap.pods.length} pods, ${snap.nodes.length} node agents, LB for ${run.plans.length} Services; status at http://127.0.0.1:${controlPort}/\n`,
   );
   for (const p of run.plans)
     io.stdout(`  ${p.service}: ingress ${p.vips.map((v) => v.address).join(", ")} (ipMode ${p.ipMode})\n`);
@@ -218,18 +295,5 @@ async function runUp(opts: UpOptions, io: CliIo, env: RunEnv): Promise<number> {
   io.stdout(
     `edit the files in ${dir} (scale pods, switch a Service to Cluster, delete a node): the view follows within seconds\n\n`,
   );
-
-  const tty = env.stdoutIsTTY;
-  const refreshMs = (opts.refresh === undefined ? (tty ? 1 : 5) : Number(opts.refresh)) * 1000;
-  const draw = () => {
-    const state = run.liveState();
-    // on a terminal the view is redrawn in place, with the try lines kept on top
-    io.stdout(tty ? `\x1b[H\x1b[J${tryText}\n${renderLiveView(state)}` : renderLiveLines(state));
-  };
-  await runViewLoop({ draw, refreshMs, once: opts.once === true, duration, signal });
-  await run.close();
-  await obs.close();
-  await control.server.close();
-  io.stdout("\npasslb up: stopped; every listener, pod and agent is closed\n");
-  return 0;
+  return tryText;
 }

@@ -6,8 +6,8 @@
  * LoadBalancerBGPPeers when asked (`passlb lb --announce bgp`: the `bgpPeers` of the last read).
  * Each lists in pages of `pageSize` items (500 by default; kube-list-pager.ts).
  *
- * - Level-triggered and debounced: any change pokes a Debouncer (100 ms quiet, 1 s at
- *   most by default), which builds the whole Snapshot and hands it to `onRead`; a burst of
+ * - Level-triggered and debounced: any change asks a CoalescingRunner for a read (100 ms
+ *   quiet, 1 s at most by default; coalescing-runner.ts), which builds the whole Snapshot and hands it to `onRead`; a burst of
  *   a thousand updates is a handful of reads. `onChange` fires at once for every change.
  * - The first read waits until every resource has been listed once.
  * - Decoded at the boundary by our schemas (k8s/decode.ts, one object at a time): an
@@ -23,8 +23,17 @@
  * Deliberately not: Endpoints (passlb reads EndpointSlices; the snapshot's endpoints stay
  * empty), writing anything, namespace or label filtering.
  */
+
+import type { SecretRead } from "../announce/bgp/bgp-peer-config.ts";
 import type { Clock } from "../health/clock.ts";
 import { decodeDocuments, formatPath, type InputProblem } from "../k8s/decode.ts";
+import {
+  BGP_ADVERTISEMENT_API_VERSION,
+  BGP_ADVERTISEMENT_KIND,
+  BGP_ADVERTISEMENT_PLURAL,
+  decodeBgpAdvertisement,
+  type LoadBalancerBGPAdvertisement,
+} from "../k8s/load-balancer-bgp-advertisement.ts";
 import {
   BGP_PEER_API_VERSION,
   BGP_PEER_KIND,
@@ -43,7 +52,7 @@ import {
 } from "../k8s/load-balancer-ip-pool.ts";
 import type { PasslbConfigSpec } from "../k8s/objects.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../k8s/snapshot.ts";
-import { DEFAULT_DEBOUNCE, type DebounceOptions, Debouncer } from "./debouncer.ts";
+import { CoalescingRunner } from "./coalescing-runner.ts";
 import type { KubeTransport } from "./kube-transport.ts";
 import {
   type BackoffOptions,
@@ -52,6 +61,7 @@ import {
   type RestartReason,
   type WatchState,
 } from "./kube-watch.ts";
+import { readPasswordSecrets } from "./password-secrets.ts";
 import type { SnapshotSource, SourceHandlers, SourceRead } from "./snapshot-source.ts";
 
 export type KubeResourceName =
@@ -61,7 +71,8 @@ export type KubeResourceName =
   | "namespaces"
   | "pods"
   | "loadbalancerippools"
-  | "loadbalancerbgppeers";
+  | "loadbalancerbgppeers"
+  | "loadbalancerbgpadvertisements";
 
 interface ResourceInfo {
   readonly path: string;
@@ -96,7 +107,20 @@ export const KUBE_RESOURCES: Readonly<Record<KubeResourceName, ResourceInfo>> = 
     kind: BGP_PEER_KIND,
     apiVersion: BGP_PEER_API_VERSION,
   },
+  loadbalancerbgpadvertisements: {
+    path: `/apis/${BGP_ADVERTISEMENT_API_VERSION}/${BGP_ADVERTISEMENT_PLURAL}`,
+    kind: BGP_ADVERTISEMENT_KIND,
+    apiVersion: BGP_ADVERTISEMENT_API_VERSION,
+  },
 };
+
+/** A read waits until changes have been quiet for `quietMs`, at most `maxMs` after the first. */
+export interface DebounceOptions {
+  readonly quietMs: number;
+  readonly maxMs: number;
+}
+
+export const DEFAULT_DEBOUNCE: DebounceOptions = { quietMs: 100, maxMs: 1000 };
 
 export interface KubeSourceOptions {
   readonly transport: KubeTransport;
@@ -107,8 +131,12 @@ export interface KubeSourceOptions {
   readonly pods?: boolean;
   /** also watch LoadBalancerIPPools; their pools follow config.pools in the snapshot */
   readonly pools?: boolean;
-  /** also watch LoadBalancerBGPPeers (`bgpPeers`: the routers of `--announce bgp`) */
+  /** also watch LoadBalancerBGPPeers, LoadBalancerBGPAdvertisements and (for the
+   * advertisements' pool selection only, not for address management) LoadBalancerIPPools:
+   * the routers of `--announce bgp` and what each is told */
   readonly bgpPeers?: boolean;
+  /** with bgpPeers: passlb's namespace, the only one passwordSecret Secrets are read from */
+  readonly secretNamespace?: string;
   /** the configuration the snapshot carries (defaultClass, zones, limits); DEFAULT_CONFIG otherwise */
   readonly config?: PasslbConfigSpec;
   readonly debounce?: DebounceOptions;
@@ -142,24 +170,44 @@ export class KubeSnapshotSource implements SnapshotSource {
   readonly #o: KubeSourceOptions;
   readonly #reflectors = new Map<KubeResourceName, ResourceReflector>();
   readonly #caches = new Map<KubeResourceName, KindCache>();
-  readonly #debouncer: Debouncer;
+  readonly #reader: CoalescingRunner;
   #handlers: SourceHandlers | undefined;
   #snapshot: Snapshot | undefined;
   #pools: readonly LoadBalancerIPPool[] = [];
   #poolsKey = "";
   #config: PasslbConfigSpec;
   #reads = 0;
+  #secrets: ReadonlyMap<string, SecretRead> = new Map();
+  #secretsKey = "";
+  #secretsAt = Number.NEGATIVE_INFINITY;
+  #secretsBusy = false;
   #firstRead: (() => void) | undefined;
   #closed = false;
 
   constructor(options: KubeSourceOptions) {
     this.#o = options;
     this.#config = options.config ?? DEFAULT_CONFIG;
-    this.#debouncer = new Debouncer(options.clock, options.debounce ?? DEFAULT_DEBOUNCE, () => this.#read());
+    const debounce = options.debounce ?? DEFAULT_DEBOUNCE;
+    this.#reader = new CoalescingRunner(
+      async () => {
+        try {
+          await this.#read();
+        } catch {
+          // the consumer's handler reports its own failures; the next change reads again
+        }
+      },
+      {
+        clock: options.clock,
+        delayMs: debounce.quietMs,
+        maxDelayMs: debounce.maxMs,
+        // a read per event-loop turn at most, also without a quiet period (the benchmark's baseline)
+        startFromTimer: true,
+      },
+    );
     const names: KubeResourceName[] = ["services", "endpointslices", "nodes", "namespaces"];
     if (options.pods) names.push("pods");
-    if (options.pools) names.push("loadbalancerippools");
-    if (options.bgpPeers) names.push("loadbalancerbgppeers");
+    if (options.pools || options.bgpPeers) names.push("loadbalancerippools");
+    if (options.bgpPeers) names.push("loadbalancerbgppeers", "loadbalancerbgpadvertisements");
     for (const name of names) {
       const info = KUBE_RESOURCES[name];
       this.#reflectors.set(
@@ -200,7 +248,7 @@ export class KubeSnapshotSource implements SnapshotSource {
   async close(): Promise<void> {
     this.#closed = true;
     for (const r of this.#reflectors.values()) r.stop();
-    await this.#debouncer.close();
+    await this.#reader.stop();
     this.#firstRead?.();
   }
 
@@ -220,6 +268,17 @@ export class KubeSnapshotSource implements SnapshotSource {
     return (this.#caches.get("loadbalancerbgppeers")?.objects ?? []) as readonly LoadBalancerBGPPeer[];
   }
 
+  /** The decoded LoadBalancerBGPAdvertisement objects of the last read (with `bgpPeers: true`). */
+  get bgpAdvertisements(): readonly LoadBalancerBGPAdvertisement[] {
+    return (this.#caches.get("loadbalancerbgpadvertisements")?.objects ??
+      []) as readonly LoadBalancerBGPAdvertisement[];
+  }
+
+  /** The passwordSecret Secrets of the LoadBalancerBGPPeers, by `namespace/name`, as last read. */
+  get bgpSecrets(): ReadonlyMap<string, SecretRead> {
+    return this.#secrets;
+  }
+
   /** How many reads were handed out (tests count reconciles with it). */
   get reads(): number {
     return this.#reads;
@@ -237,18 +296,19 @@ export class KubeSnapshotSource implements SnapshotSource {
 
   /** Builds a read now if one is pending (tests; a consumer never needs it). */
   flush(): Promise<void> {
-    return this.#debouncer.flush();
+    return this.#reader.flush();
   }
 
   #changed(): void {
     if (this.#closed) return;
     if (this.synced) this.#handlers?.onChange();
-    this.#debouncer.poke();
+    this.#reader.run();
   }
 
   async #read(): Promise<void> {
     if (this.#closed || !this.synced || !this.#handlers) return;
     const read = this.#build();
+    this.#refreshSecrets();
     this.#reads++;
     try {
       await this.#handlers.onRead(read);
@@ -280,7 +340,7 @@ export class KubeSnapshotSource implements SnapshotSource {
         this.#pools = pools;
         const base = this.#o.config ?? DEFAULT_CONFIG;
         const usable = pools.filter((p) => !p.spec.disabled).map(poolOf);
-        this.#config = { ...base, pools: [...base.pools, ...usable] };
+        if (this.#o.pools) this.#config = { ...base, pools: [...base.pools, ...usable] };
       }
     }
     const prev = this.#snapshot;
@@ -298,6 +358,37 @@ export class KubeSnapshotSource implements SnapshotSource {
     this.#snapshot = snapshot;
     problems.sort();
     return { ok: true, snapshot, notices: [], problems };
+  }
+
+  /**
+   * Re-reads the peers' passwordSecret Secrets when the names change, and otherwise at most
+   * every 30 s with the cluster's reads (password-secrets.ts: each by name, in passlb's
+   * namespace only); a changed result is a change of the source, so BIRD follows a rotated key.
+   */
+  #refreshSecrets(): void {
+    if (!this.#o.bgpPeers || this.#secretsBusy || this.#closed) return;
+    const ns = this.#o.secretNamespace ?? "passlb-system";
+    const keys = [
+      ...new Set(
+        this.bgpPeers.flatMap((p) =>
+          p.spec.passwordSecret
+            ? [`${p.spec.passwordSecret.namespace ?? ns}/${p.spec.passwordSecret.name}`]
+            : [],
+        ),
+      ),
+    ].sort();
+    const key = keys.join(",");
+    const now = this.#o.clock.now();
+    if (key === this.#secretsKey && now - this.#secretsAt < 30_000) return;
+    this.#secretsBusy = true;
+    void readPasswordSecrets(this.#o.transport, ns, keys, this.#secrets).then((next) => {
+      this.#secretsBusy = false;
+      this.#secretsKey = key;
+      this.#secretsAt = this.#o.clock.now();
+      const same = JSON.stringify([...next]) === JSON.stringify([...this.#secrets]);
+      this.#secrets = next;
+      if (!same) this.#changed();
+    });
   }
 
   /** Decodes what changed in one resource; unchanged raw objects keep their decoded object. */
@@ -321,6 +412,14 @@ export class KubeSnapshotSource implements SnapshotSource {
 }
 
 function decodeOne(name: KubeResourceName, raw: RawObject): Decoded {
+  if (name === "loadbalancerbgpadvertisements") {
+    const d = decodeBgpAdvertisement(raw);
+    return {
+      raw,
+      object: d.advertisement,
+      problems: d.problems.map((p) => `${p.object}: ${formatPath([...p.path])}: ${p.message}`),
+    };
+  }
   if (name === "loadbalancerbgppeers") {
     const d = decodeBgpPeer(raw);
     return { raw, object: d.peer, problems: d.problems.map(formatBgpPeerProblem) };

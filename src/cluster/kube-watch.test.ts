@@ -1,11 +1,11 @@
 /**
- * The reflector's retry policy and the debouncer, under a fake clock and a scripted
- * transport (the HTTP behaviour is tested against the fake API server in test/kube/).
+ * The reflector's retry policy and the source's read runner (coalescing-runner.ts), under a
+ * fake clock and a scripted transport (the HTTP behaviour is tested against the fake API server in test/kube/).
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { FakeClock } from "../health/clock.ts";
-import { Debouncer } from "./debouncer.ts";
+import { CoalescingRunner } from "./coalescing-runner.ts";
 import type { KubeTransport, ListResult } from "./kube-transport.ts";
 import { backoffDelay, ResourceReflector, type RestartReason } from "./kube-watch.ts";
 
@@ -166,13 +166,17 @@ test("a watch silent well past its own timeout is abandoned and retried", async 
   assert.equal(clock.pending, 0);
 });
 
-test("the debouncer waits for quiet, but never longer than the ceiling after the first poke", async () => {
+test("the source's read runner waits for quiet, but never longer than the ceiling after the first poke", async () => {
   const clock = new FakeClock();
   const fired: number[] = [];
   const start = clock.now();
-  const d = new Debouncer(clock, { quietMs: 100, maxMs: 1000 }, () => {
-    fired.push(clock.now() - start);
-  });
+  const r = new CoalescingRunner(
+    () => {
+      fired.push(clock.now() - start);
+    },
+    { clock, delayMs: 100, maxDelayMs: 1000 },
+  );
+  const d = { poke: () => r.run(), close: () => r.stop() };
   d.poke();
   clock.advance(50);
   d.poke();

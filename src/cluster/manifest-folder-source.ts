@@ -1,19 +1,22 @@
 /**
  * Adapter: a manifest folder as a live source of Snapshots. Reads the folder now, again
- * shortly after anything in it changes, and on a fixed period (`rereadMs`, the agent's
- * sync period) whatever happens. Changes are found by polling the files' names, sizes and
- * modification times every `pollMs` (watch-manifests.ts's signature), not with fs.watch:
- * Node 20's recursive fs.watch on Linux watches each file's inode, so after a file is
- * replaced by a rename (how editors, `kubectl`-style tools and passlb's own lab write
- * files) later changes to it went unseen until the period re-read. A detected change is
- * debounced (`debounceMs`) so a burst of writes is read once.
- * Reads never overlap; a change during a read causes one more read.
+ * shortly after anything in it changes, and at the latest `rereadMs` (the agent's sync
+ * period) after the previous read whatever happens. Changes are found by polling the files'
+ * names, sizes and modification times every `pollMs` (watch-manifests.ts's signature), not
+ * with fs.watch: Node 20's recursive fs.watch on Linux watches each file's inode, so after a
+ * file is replaced by a rename (how editors, `kubectl`-style tools and passlb's own lab
+ * write files) later changes to it went unseen until the period re-read. A detected change
+ * is debounced (`debounceMs`, restarted by each change) so a burst of writes is read once.
+ * The poll and the reads are two CoalescingRunners (coalescing-runner.ts): reads never
+ * overlap; a change during a read causes one more read.
  *
  * Each read reports either a decoded Snapshot or the problems that stopped it (unreadable
  * path, invalid YAML, invalid objects); keeping the last good snapshot is the consumer's
  * decision. Decoding stays in the pure core (k8s/decode.ts).
  */
+import { type Clock, realClock } from "../health/clock.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
+import { CoalescingRunner, type RunReason } from "./coalescing-runner.ts";
 import { readManifests } from "./manifest-files.ts";
 import type { SnapshotSource, SourceHandlers, SourceRead } from "./snapshot-source.ts";
 import { manifestSignature } from "./watch-manifests.ts";
@@ -29,17 +32,15 @@ export interface FolderOptions {
   readonly debounceMs: number;
   /** how often the files' signature is compared (default 500 ms) */
   readonly pollMs?: number;
+  /** default: the real clock */
+  readonly clock?: Clock;
 }
 
 export class ManifestFolderSource implements SnapshotSource {
   readonly #options: FolderOptions;
-  #poll: ReturnType<typeof setInterval> | undefined;
+  #poll: CoalescingRunner | undefined;
+  #reads: CoalescingRunner | undefined;
   #signature = "";
-  #polling = false;
-  #debounce: ReturnType<typeof setTimeout> | undefined;
-  #period: ReturnType<typeof setInterval> | undefined;
-  #reading: Promise<void> | undefined;
-  #again = false;
   #closed = false;
   #handlers: FolderHandlers | undefined;
 
@@ -51,62 +52,42 @@ export class ManifestFolderSource implements SnapshotSource {
   async start(handlers: FolderHandlers): Promise<void> {
     this.#handlers = handlers;
     this.#signature = await manifestSignature([this.#options.path]);
-    this.#poll = setInterval(() => void this.#checkSignature(), this.#options.pollMs ?? 500);
-    this.#period = setInterval(() => {
-      handlers.onChange();
-      void this.#read();
-    }, this.#options.rereadMs);
-    await this.#read();
+    if (this.#closed) return;
+    const clock = this.#options.clock ?? realClock();
+    this.#poll = new CoalescingRunner(() => this.#checkSignature(), {
+      clock,
+      maxIntervalMs: this.#options.pollMs ?? 500,
+    });
+    this.#reads = new CoalescingRunner((reason) => this.#read(reason), {
+      clock,
+      delayMs: this.#options.debounceMs,
+      maxDelayMs: Number.POSITIVE_INFINITY,
+      maxIntervalMs: this.#options.rereadMs,
+    });
+    this.#reads.run(0);
+    await this.#reads.idle();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#poll) clearInterval(this.#poll);
-    if (this.#debounce) clearTimeout(this.#debounce);
-    if (this.#period) clearInterval(this.#period);
-    await this.#reading;
+    await Promise.all([this.#poll?.stop(), this.#reads?.stop()]);
   }
 
   async #checkSignature(): Promise<void> {
-    if (this.#polling || this.#closed) return;
-    this.#polling = true;
-    try {
-      const now = await manifestSignature([this.#options.path]);
-      if (now === this.#signature || this.#closed) return;
-      this.#signature = now;
-      this.#changed();
-    } finally {
-      this.#polling = false;
-    }
-  }
-
-  #changed(): void {
     if (this.#closed) return;
+    const now = await manifestSignature([this.#options.path]);
+    if (now === this.#signature || this.#closed) return;
+    this.#signature = now;
     this.#handlers?.onChange();
-    if (this.#debounce) clearTimeout(this.#debounce);
-    this.#debounce = setTimeout(() => {
-      this.#debounce = undefined;
-      void this.#read();
-    }, this.#options.debounceMs);
+    this.#reads?.run();
   }
 
-  #read(): Promise<void> {
-    if (this.#reading) {
-      this.#again = true;
-      return this.#reading;
-    }
-    this.#reading = (async () => {
-      do {
-        this.#again = false;
-        if (this.#closed) return;
-        const read = await readFolder(this.#options.path);
-        if (this.#closed) return;
-        await this.#handlers?.onRead(read);
-      } while (this.#again);
-    })().finally(() => {
-      this.#reading = undefined;
-    });
-    return this.#reading;
+  async #read(reason: RunReason): Promise<void> {
+    if (this.#closed) return;
+    if (reason === "periodic") this.#handlers?.onChange();
+    const read = await readFolder(this.#options.path);
+    if (this.#closed) return;
+    await this.#handlers?.onRead(read);
   }
 }
 

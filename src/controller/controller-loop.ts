@@ -2,11 +2,13 @@
  * Adapter: the controller's reconcile loop. Each pass takes the latest Services and pools,
  * asks the pure core (controller-writes.ts) what differs, and applies it while this replica
  * leads — checking leadership before every single write, so a replica that lost its Lease
- * stops at once. Passes never overlap; changes during a pass cause one more pass.
+ * stops at once. Passes run on a CoalescingRunner (cluster/coalescing-runner.ts): never
+ * overlapping, changes during a pass cause one more pass.
  *
- * A pass ends with an explicit outcome: ok | retry (delay, cause) | failed (cause). The loop
- * owns the backoff: retries double from `initialMs` to `maxMs`; a failed pass (the API
- * refused: invalid, forbidden) waits `maxMs`; ok resets it.
+ * A pass ends with an explicit outcome: ok | retry (delay, cause) | failed (cause). The
+ * runner owns the backoff: retries double from `initialMs` to `maxMs` (at least the
+ * outcome's delay); a failed pass (the API refused: invalid, forbidden) waits `maxMs`; ok
+ * resets it; a change (a read, leadership) ends a backoff at once.
  *
  * Writes carry the resourceVersion they were computed from. On 409 the object is read
  * again and the same write applied to the fresh copy (writes only touch passlb's fields);
@@ -15,14 +17,16 @@
  * copies until the source catches up (same resourceVersion as before the write), so a pass
  * that runs before the watch delivers never decides on state passlb already changed.
  */
+import { CoalescingRunner, type RunOutcome } from "../cluster/coalescing-runner.ts";
 import type { PasslbError } from "../errors.ts";
-import type { Clock, TimerHandle } from "../health/clock.ts";
+import type { Clock } from "../health/clock.ts";
 import type { LoadBalancerIPPool } from "../k8s/load-balancer-ip-pool.ts";
 import type { Namespace, Service } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
 import { type ControllerEvent, controllerEvent } from "./controller-events.ts";
 import {
   type ControllerOptions,
+  type ControllerWrites,
   controllerWrites,
   type ServiceWork,
   serviceTarget,
@@ -48,6 +52,8 @@ export interface LoopReport {
   readonly onWriteError?: (what: string, error: PasslbError | Error) => void;
   /** an Event was recorded */
   readonly onEvent?: (event: ControllerEvent) => void;
+  /** every pool's size and use, each pass the leader makes (metrics) */
+  readonly onPoolUsage?: (usage: ControllerWrites["usage"]) => void;
 }
 
 export interface ControllerLoopOptions {
@@ -73,53 +79,41 @@ interface Written<T> {
 
 export class ControllerLoop {
   readonly #o: ControllerLoopOptions;
-  readonly #backoff: { initialMs: number; maxMs: number };
+  readonly #passes: CoalescingRunner;
   readonly #services = new Map<string, Written<Service>>();
   readonly #pools = new Map<string, Written<LoadBalancerIPPool>>();
   /** the source's resourceVersion of every object in the current pass */
   readonly #sourceRv = new Map<string, string | undefined>();
-  #running: Promise<void> | undefined;
-  #again = false;
-  #timer: TimerHandle | undefined;
-  #failures = 0;
-  #stopped = false;
-  #passes = 0;
+  #passCount = 0;
 
   constructor(options: ControllerLoopOptions) {
     this.#o = options;
-    this.#backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.#passes = new CoalescingRunner(() => this.#pass(), {
+      clock: options.clock,
+      backoff: options.backoff ?? DEFAULT_BACKOFF,
+    });
   }
 
   /** passes run so far */
   get passes(): number {
-    return this.#passes;
+    return this.#passCount;
   }
 
   /** Something changed (a read, leadership): run a pass now, or right after the current one. */
   notify(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    if (this.#timer) this.#o.clock.clearTimer(this.#timer);
-    this.#timer = undefined;
-    this.#running = this.#pass();
+    this.#passes.run();
   }
 
   /** Resolves when no pass is running or scheduled to run at once. */
-  async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+  idle(): Promise<void> {
+    return this.#passes.idle();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) this.#o.clock.clearTimer(this.#timer);
-    this.#timer = undefined;
-    await this.idle();
+  stop(): Promise<void> {
+    return this.#passes.stop();
   }
 
-  async #pass(): Promise<void> {
+  async #pass(): Promise<RunOutcome> {
     const started = this.#o.clock.now();
     let outcome: ReconcileOutcome;
     try {
@@ -127,34 +121,14 @@ export class ControllerLoop {
     } catch (e) {
       outcome = { kind: "retry", delayMs: 0, cause: `bug: ${(e as Error).message}`, writes: 0 };
     }
-    this.#passes++;
-    this.#running = undefined;
+    this.#passCount++;
     try {
       this.#o.report?.onPass?.(outcome, this.#o.clock.now() - started);
     } catch {
       // a failing report (a log or metrics sink) must not stop the loop
     }
-    if (this.#stopped) return;
-    if (outcome.kind === "ok") this.#failures = 0;
-    else {
-      const backoff =
-        outcome.kind === "failed"
-          ? this.#backoff.maxMs
-          : Math.min(this.#backoff.maxMs, this.#backoff.initialMs * 2 ** this.#failures);
-      this.#failures++;
-      const delay = outcome.kind === "retry" ? Math.max(outcome.delayMs, backoff) : backoff;
-      if (!this.#again) {
-        this.#timer = this.#o.clock.setTimer(() => {
-          this.#timer = undefined;
-          this.notify();
-        }, delay);
-        return;
-      }
-    }
-    if (this.#again) {
-      this.#again = false;
-      this.notify();
-    }
+    if (outcome.kind === "retry") return { kind: "retry", afterMs: outcome.delayMs };
+    return outcome.kind === "failed" ? { kind: "failed" } : undefined;
   }
 
   /** One pass: decide from the current view and apply what differs. */
@@ -175,6 +149,7 @@ export class ControllerLoop {
       options: this.#o.options,
       nowMs: this.#o.clock.now(),
     });
+    this.#o.report?.onPoolUsage?.(w.usage);
     let writes = 0;
     let retry: string | undefined;
     let failed: string | undefined;

@@ -437,3 +437,22 @@ test("pool namespace selectors see the watched Namespaces' labels", () => {
     "without the labels the pool does not admit it",
   );
 });
+
+test("usage: every pool's size and use per family each pass, also when no status changes (the pool gauges)", () => {
+  const services = [svc("web"), svc("api")];
+  const pools = [
+    pool("default", ["203.0.113.10-203.0.113.12", "fd00:10::/64"]),
+    pool("spare", ["203.0.113.20"]),
+  ];
+  const first = controllerWrites({ services, pools, options: OPTIONS, nowMs: NOW });
+  const expected = [
+    { pool: "default", family: "IPv4", size: 3, used: 2 },
+    { pool: "default", family: "IPv6", size: Number.MAX_SAFE_INTEGER, used: 0 },
+    { pool: "spare", family: "IPv4", size: 1, used: 0 },
+  ];
+  assert.deepEqual(first.usage, expected);
+  const after = applyAll(services, pools, first);
+  const second = controllerWrites({ ...after, options: OPTIONS, nowMs: NOW });
+  assert.deepEqual(second.pools, [], "nothing left to write");
+  assert.deepEqual(second.usage, expected);
+});

@@ -65,6 +65,8 @@ export interface ControllerWrites {
   readonly pools: readonly PoolWork[];
   /** every owned Service's addresses and issues, by key */
   readonly assignments: ReadonlyMap<string, VipAssignment>;
+  /** every pool's size and use per family, as its status says (the `passlb_ip_pool_*` gauges) */
+  readonly usage: readonly { pool: string; family: string; size: number; used: number }[];
 }
 
 export interface ControllerInput {
@@ -131,6 +133,7 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
 
   const conflicts = poolConflicts(analysis, owned, assignments);
   const pools: PoolWork[] = [];
+  const usage: ControllerWrites["usage"][number][] = [];
   for (const a of analysis) {
     const { status, changed } = desiredPoolStatus(
       a,
@@ -139,12 +142,25 @@ export function controllerWrites(input: ControllerInput): ControllerWrites {
       input.nowMs,
     );
     if (changed) pools.push({ pool: a.resource, status });
+    for (const [family, u] of [
+      ["IPv4", status.ipv4],
+      ["IPv6", status.ipv6],
+    ] as const)
+      if (u)
+        usage.push({ pool: a.resource.metadata.name ?? "", family, size: sizeOf(u.total), used: u.used });
   }
   return {
     services: [...releases.sort(byKey), ...ensures.map(({ holds: _, ...work }) => work)],
     pools,
     assignments,
+    usage,
   };
+}
+
+/** a pool status's decimal total as a gauge value (an IPv6 /64 capped at 2^53 − 1) */
+function sizeOf(total: string): number {
+  const n = BigInt(total);
+  return n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(n);
 }
 
 /** A namespace's labels by name, plus the name label the API server sets on each. */

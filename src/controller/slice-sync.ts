@@ -1,15 +1,17 @@
 /**
  * Adapter for `--manage-endpointslices`: applies passlbSliceWrites (passlb-slices.ts) to the
  * API server while this replica leads — creates (generateName), replaces with the
- * resourceVersion read (a 409 leaves the slice to the next pass), deletes. One pass at a
- * time; a failed pass is retried after `retryMs`, and every read of the source runs one.
+ * resourceVersion read (a 409 leaves the slice to the next pass), deletes. Passes run on a
+ * CoalescingRunner (cluster/coalescing-runner.ts): one at a time; a failed pass is retried
+ * after `retryMs`, and every read of the source runs one at once.
  * Like Kubernetes' controller, it keeps expectations: after writing, it waits until the
  * source shows them (or 10 s pass) before deciding again, so a read that arrives before the
  * watch delivers the new slices never creates them twice.
  */
 import { DiscoveryV1Api, type KubeConfig, type V1EndpointSlice } from "@kubernetes/client-node";
+import { CoalescingRunner, type RunOutcome } from "../cluster/coalescing-runner.ts";
 import type { KubeApiCallSink } from "../cluster/kube-api-health.ts";
-import type { Clock, TimerHandle } from "../health/clock.ts";
+import type { Clock } from "../health/clock.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { apiError } from "./kube-controller-api.ts";
 import { passlbSliceWrites } from "./passlb-slices.ts";
@@ -31,10 +33,7 @@ export interface SliceSyncOptions {
 export class SliceSync {
   readonly #o: SliceSyncOptions;
   readonly #api: DiscoveryV1Api;
-  #running: Promise<void> | undefined;
-  #again = false;
-  #timer: TimerHandle | undefined;
-  #stopped = false;
+  readonly #passes: CoalescingRunner;
   /** what the last writes should look like in the source, and until when to wait for it */
   #expect:
     | { created: Set<string>; changed: Map<string, string | undefined>; gone: Set<string>; untilMs: number }
@@ -43,36 +42,25 @@ export class SliceSync {
   constructor(o: SliceSyncOptions) {
     this.#o = o;
     this.#api = o.kubeConfig.makeApiClient(DiscoveryV1Api);
-  }
-
-  notify(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    // a pass now replaces a pending retry (each failed pass would otherwise leave one more timer)
-    if (this.#timer) this.#o.clock.clearTimer(this.#timer);
-    this.#timer = undefined;
-    this.#running = this.#pass().finally(() => {
-      this.#running = undefined;
-      if (this.#again) {
-        this.#again = false;
-        this.notify();
-      }
+    const retryMs = o.retryMs ?? 1000;
+    // a pass now replaces a pending retry; the retry does not grow
+    this.#passes = new CoalescingRunner(() => this.#pass(), {
+      clock: o.clock,
+      backoff: { initialMs: retryMs, maxMs: retryMs },
     });
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) this.#o.clock.clearTimer(this.#timer);
-    this.#timer = undefined;
-    while (this.#running) await this.#running;
+  notify(): void {
+    this.#passes.run();
   }
 
-  async #pass(): Promise<void> {
+  stop(): Promise<void> {
+    return this.#passes.stop();
+  }
+
+  async #pass(): Promise<RunOutcome> {
     const snapshot = this.#o.snapshot();
-    if (!snapshot || !this.#o.isLeader()) return;
+    if (!snapshot || !this.#o.isLeader()) return undefined;
     if (this.#expect && this.#o.clock.now() < this.#expect.untilMs) {
       const e = this.#expect;
       const seen = new Map(snapshot.endpointSlices.map((x) => [key(x), x.metadata.resourceVersion]));
@@ -80,17 +68,8 @@ export class SliceSync {
         [...e.created].every((k) => seen.has(k)) &&
         [...e.changed].every(([k, rv]) => !seen.has(k) || seen.get(k) !== rv) &&
         [...e.gone].every((k) => !seen.has(k));
-      if (!met) {
-        // the next read brings them; if none comes before the wait runs out, decide again then
-        this.#timer = this.#o.clock.setTimer(
-          () => {
-            this.#timer = undefined;
-            this.notify();
-          },
-          Math.max(0, e.untilMs - this.#o.clock.now()),
-        );
-        return;
-      }
+      // the next read brings them; if none comes before the wait runs out, decide again then
+      if (!met) return { kind: "ok", againInMs: Math.max(0, e.untilMs - this.#o.clock.now()) };
     }
     this.#expect = undefined;
     const expect = {
@@ -132,7 +111,7 @@ export class SliceSync {
       for (const s of w.update) expect.changed.set(key(s), s.metadata.resourceVersion);
       for (const s of w.delete) expect.gone.add(key(s));
       for (const [what, call] of calls) {
-        if (!this.#o.isLeader()) return;
+        if (!this.#o.isLeader()) return undefined;
         try {
           const result = (await call()) as { metadata?: { name?: string; namespace?: string } } | undefined;
           writes++;
@@ -156,11 +135,7 @@ export class SliceSync {
       this.#expect = expect;
       this.#o.onWrites?.(writes);
     }
-    if (failed && !this.#stopped)
-      this.#timer = this.#o.clock.setTimer(() => {
-        this.#timer = undefined;
-        this.notify();
-      }, this.#o.retryMs ?? 1000);
+    return failed ? { kind: "retry" } : undefined;
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Which endpoints a node's proxy routes to for one service port: kube-proxy's
- * `CategorizeEndpoints` (specs/endpointslice.md §3.3, kubernetes pkg/proxy/topology.go).
+ * `CategorizeEndpoints` (kubernetes pkg/proxy/topology.go).
  * Cluster traffic uses ready endpoints (topology-filtered), falling back to serving and
  * terminating ones; Local traffic uses this node's ready ones, falling back to its serving
  * and terminating ones.

@@ -1,6 +1,6 @@
 /**
  * The desired endpoints of a selector Service: for each address type, for each port-map key,
- * the endpoints its Pods should have (specs/endpointslice.md §1.3 step 2; upstream
+ * the endpoints its Pods should have (upstream
  * kubernetes/endpointslice reconciler.go `reconcileByAddressType`). Each Pod's part comes
  * from `pod-endpoints.ts`. Every port-map key a candidate Pod yields is desired, even when
  * the Pod has no address of a family (so that family gets a placeholder, not nothing).

@@ -1,6 +1,6 @@
 /**
  * Endpoint identity and equality, and the port-map key that groups endpoints into slices
- * (specs/endpointslice.md §1.3 step 1 and §1.5; upstream kubernetes/endpointslice
+ * (upstream kubernetes/endpointslice
  * util/endpointset.go `hashEndpoint`, utils.go `EndpointsEqualBeyondHash`, `NewPortMapKey`).
  *
  * Identity is the sorted addresses, the hostname and the target's namespace and name (not its

@@ -3,7 +3,7 @@
  * EndpointsChangeTracker / EndpointSliceCache takes only the slices whose `addressType` is
  * its own family (kubernetes pkg/proxy/endpointschangetracker.go `EndpointSliceUpdate`:
  * `endpointSlice.AddressType != ect.addressType` → "Ignoring unsupported EndpointSlice";
- * specs/endpointslice.md §3.1), so
+ * docs/endpointslices.md "`merge`: what a node's proxy uses"), so
  * endpoints, topology choices and the healthCheckNodePort count of one family never see
  * the other's. This module splits a Service's slices by family and merges each part with
  * `merge.ts`; it adds no rule of its own beyond that split and the way the planner folds the

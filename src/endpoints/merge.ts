@@ -1,6 +1,6 @@
 /**
  * The consumer side of EndpointSlices: merge every slice of a Service into endpoints per
- * service port, exactly as kube-proxy's EndpointSliceCache does (specs/endpointslice.md §3.1–3.2,
+ * service port, exactly as kube-proxy's EndpointSliceCache does (kubernetes pkg/proxy/endpointslicecache.go,
  * kubernetes pkg/proxy/endpointslicecache.go). Choosing which endpoints a node routes to
  * is `categorize.ts`; producing slices is the reconciler's job, not this module's.
  *

@@ -1,4 +1,5 @@
-// One test per rule of specs/endpointslice.md §2 (the EndpointSliceMirroring controller).
+// One test per rule of the EndpointSliceMirroring controller (kubernetes
+// pkg/controller/endpointslicemirroring/reconciler.go).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { sequentialNames, service } from "../../test/support/endpointslice-builders.ts";

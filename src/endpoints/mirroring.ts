@@ -1,7 +1,7 @@
 /**
  * The EndpointSliceMirroring controller for one Endpoints object: its subsets → at most one
- * slice per (address type, port list), owned by the Endpoints (specs/endpointslice.md §2;
- * upstream kubernetes pkg/controller/endpointslicemirroring `syncEndpoints`, `shouldMirror`,
+ * slice per (address type, port list), owned by the Endpoints
+ * (upstream kubernetes pkg/controller/endpointslicemirroring `syncEndpoints`, `shouldMirror`,
  * reconciler.go `reconcile`, `reconcileByPortMapping`, `finalize`, reconciler_helpers.go,
  * utils.go `newEndpointSlice`, `addressToEndpoint`, `recycleSlices`).
  *

@@ -1,6 +1,6 @@
 /**
  * The packing algorithm for one Service, one address type and one port list: upstream
- * `reconcileByPortMapping` (kubernetes/endpointslice reconciler.go; specs/endpointslice.md §1.4).
+ * `reconcileByPortMapping` (kubernetes/endpointslice reconciler.go).
  *
  * 1. Each existing slice keeps the desired version of each endpoint still desired (the first
  *    slice holding an endpoint keeps it; later copies drop). A slice that lost or changed an

@@ -1,6 +1,6 @@
 /**
- * One Pod as the EndpointSlice controller sees it (specs/endpointslice.md §1.3 step 2, §1.5,
- * §1.6 "ports"; upstream kubernetes/endpointslice utils.go `podToEndpoint`,
+ * One Pod as the EndpointSlice controller sees it
+ * (upstream kubernetes/endpointslice utils.go `podToEndpoint`,
  * `getEndpointPorts`, util/controller_utils.go `ShouldPodBeInEndpoints`, kubernetes
  * pkg/api/v1/pod `FindPort`): whether it is a candidate, the ports its Service's targets
  * resolve to on it, and its endpoint for one address type. Nothing about sets or slices.

@@ -1,6 +1,6 @@
 /**
  * What one node's proxy would do with a Service's slices: merge and de-duplicate them
- * (`merge.ts`, specs/endpointslice.md §3.2), choose endpoints for Cluster and Local traffic
+ * (`merge.ts`, kubernetes pkg/proxy/endpointslicecache.go), choose endpoints for Cluster and Local traffic
  * (`categorize.ts`, §3.3) and count what the Service's health check would report (§4.1).
  * Plain data for `passlb endpointslices merge`; no policy of its own beyond those modules.
  *

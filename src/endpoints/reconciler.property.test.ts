@@ -1,5 +1,6 @@
-// Invariants of the EndpointSlice controller and the mirroring controller (specs/endpointslice.md
-// §1.4, §2.2), checked on generated Services, Pods and Endpoints with fast-check.
+// Invariants of the EndpointSlice controller and the mirroring controller (kubernetes/endpointslice
+// reconciler.go, kubernetes pkg/controller/endpointslicemirroring/reconciler.go), checked on generated
+// Services, Pods and Endpoints with fast-check.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";

@@ -1,4 +1,4 @@
-// One test per rule of specs/endpointslice.md §1 (the EndpointSlice controller).
+// One test per rule of the EndpointSlice controller (kubernetes/endpointslice reconciler.go).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { node, nodeMap, pod, sequentialNames, service } from "../../test/support/endpointslice-builders.ts";

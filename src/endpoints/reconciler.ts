@@ -1,7 +1,7 @@
 /**
  * The EndpointSlice controller for one selector Service: Pods + Nodes + the Service's
- * existing slices → the slices to create, update and delete (specs/endpointslice.md §1;
- * upstream kubernetes/endpointslice reconciler.go `Reconcile`, `reconcileByAddressType`,
+ * existing slices → the slices to create, update and delete
+ * (upstream kubernetes/endpointslice reconciler.go `Reconcile`, `reconcileByAddressType`,
  * `finalize`, `placeholderSliceCompare`; kubernetes pkg/controller/endpointslice `syncService`).
  *
  * Per address type: unowned slices are deleted; owned ones are grouped by port list and

@@ -1,7 +1,6 @@
 /**
- * Canonical Endpoints subsets, as the mirroring controller sees them (specs/endpointslice.md
- * §2.2 step 1; upstream kubernetes pkg/api/v1/endpoints/util.go `RepackSubsets`,
- * `mapAddressByPort`, `SortSubsets`).
+ * Canonical Endpoints subsets, as the mirroring controller sees them (upstream kubernetes
+ * pkg/api/v1/endpoints/util.go `RepackSubsets`, `mapAddressByPort`, `SortSubsets`).
  *
  * Addresses are de-duplicated by (IP, targetRef uid); every port is mapped to the addresses
  * offering it, and ports offered by exactly the same addresses (with the same readiness) are

@@ -1,7 +1,7 @@
 /**
  * What the EndpointSlice controller derives from a Service alone: which address families it
  * serves, whether it is headless, the labels its slices carry, ownership, and the shape of a
- * new slice (specs/endpointslice.md §1.2, §1.3 step 1, §1.6; upstream kubernetes/endpointslice
+ * new slice (upstream kubernetes/endpointslice
  * utils.go `getAddressTypesForService`, `ownedBy`, `setEndpointSliceLabels`, `newEndpointSlice`).
  *
  * One deliberate addition for manifests: a Service whose `spec.clusterIP` is absent (the API

@@ -1,6 +1,6 @@
 /**
  * Hints on the endpoints of written slices, from `spec.trafficDistribution`
- * (specs/endpointslice.md §1.8; upstream kubernetes/endpointslice trafficdist/trafficdist.go).
+ * (upstream kubernetes/endpointslice trafficdist/trafficdist.go).
  *
  * - PreferClose (always) and PreferSameZone (with the PreferSameTrafficDistribution option):
  *   each ready endpoint gets `forZones: [its zone]`; PreferSameNode adds `forNodes: [its node]`.

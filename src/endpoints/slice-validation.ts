@@ -1,7 +1,7 @@
 /**
  * Would the API server accept this slice write? The discovery/v1 rules of
- * specs/endpointslice.md §5 (`k8s/validate.ts` `validateEndpointSlice`: at most 1000 endpoints,
- * 1–100 valid addresses each and none unspecified, loopback or link-local, DNS-label
+ * kubernetes pkg/apis/discovery/validation/validation.go (`k8s/validate.ts` `validateEndpointSlice`: at most
+ * 1000 endpoints, 1–100 valid addresses each and none unspecified, loopback or link-local, DNS-label
  * hostnames, unique port names), applied to the slices a controller is about to write, so a
  * Pod with such an address shows up as a finding instead of a silently failing sync.
  *

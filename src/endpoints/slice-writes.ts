@@ -1,7 +1,7 @@
 /**
  * The result of reconciling one Service (or Endpoints): the EndpointSlices the controller
  * would create, update and delete, in the order it writes them (creates, then updates, then
- * deletes — specs/endpointslice.md §1.7 step 3), plus findings as data.
+ * deletes — kubernetes/endpointslice reconciler.go `finalize`), plus findings as data.
  *
  * `applySliceWrites` plays the API server's part for tests and for standalone mode: it gives
  * creates a name from an injected generator and replaces or removes the rest by name. It

@@ -1,8 +1,8 @@
 /**
  * The slice controllers over a whole Snapshot: which Pods each Service selects, the
  * EndpointSlice controller for every selector Service, the mirroring controller for every
- * Endpoints object, and standalone mode's `slicesForSnapshot` (specs/endpointslice.md §1.1,
- * §2.1). Results are sorted by `namespace/name`, so output can be diffed.
+ * Endpoints object, and standalone mode's `slicesForSnapshot`
+ * (kubernetes/endpointslice reconciler.go, pkg/controller/endpointslicemirroring). Results are sorted by `namespace/name`, so output can be diffed.
  *
  * `slicesForSnapshot` is what the planner calls when there is no kube-controller-manager:
  * every selector Service without a slice in the input gets the slices the controller would

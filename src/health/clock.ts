@@ -1,11 +1,13 @@
 /**
- * Clock: the one way the health adapters read time and set timers, so the prober and the
- * servers run the same under a fake clock in tests. `realClock` uses the monotonic
- * performance clock aligned to the epoch (milliseconds, fractional); `FakeClock` moves
- * only when a test advances it and runs due timers in time order.
+ * Clock: the one way passlb's long-running parts read time and set timers — the prober,
+ * the health servers, the kube reflectors and source, the Lease elector, the controller
+ * loop, the LB controller, every CoalescingRunner — so each runs the same under a fake
+ * clock in tests. `realClock` uses the monotonic performance clock aligned to the epoch
+ * (milliseconds, fractional); `FakeClock` moves only when a test advances it and runs due
+ * timers in time order.
  *
  * Deliberately not here: intervals (callers re-arm one-shot timers, so a slow callback
- * never piles up ticks) and any scheduling policy.
+ * never piles up ticks) and any scheduling policy (cluster/coalescing-runner.ts has it).
  */
 
 export interface TimerHandle {

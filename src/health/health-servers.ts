@@ -1,9 +1,9 @@
 /**
- * Adapter: the node's kube-proxy-compatible health servers (specs/endpointslice.md §4).
- * One server on the healthz bind address answers `/healthz` and `/livez`; one server per
- * Service of the model answers any path on its healthCheckNodePort. `update(model)`
- * reconciles the set of per-Service servers to the model (open new ports, close ports no
- * longer wanted; counts change in place); a port that cannot be bound is a finding
+ * Adapter: the node's kube-proxy-compatible health servers (kubernetes
+ * pkg/proxy/healthcheck/service_health.go, proxy_health.go; docs/health.md). One server on the healthz bind
+ * address answers `/healthz` and `/livez`; one server per Service of the model answers any path on its
+ * healthCheckNodePort. `update(model)` reconciles the set of per-Service servers to the model (open new
+ * ports, close ports no longer wanted; counts change in place); a port that cannot be bound is a finding
  * (`failed_to_start_service_healthcheck`, kube-proxy's Warning Event
  * FailedToStartServiceHealthcheck), not a crash, and is tried again on the next update.
  *

@@ -1,5 +1,5 @@
 /**
- * Adapter: the tunnel check's probe (dataplane/encap-check.ts has the routing that makes it
+ * Adapter: the tunnel check's probe (lb-host/routing/encap-check.ts has the routing that makes it
  * take the tunnel). A TCP connect like probeOnce's, bound to a local port of the check's
  * range, so that the LB host's rule `ipproto tcp sport FIRST-LAST` sends it through the
  * node's tunnel route. Ports come from a pool: no two probes in flight share one, and a
@@ -11,7 +11,7 @@
  * skipped and the next one is tried, up to three times within the probe's timeout; the
  * verdict then names the port problem, not the tunnel.
  */
-import type { PortRange } from "../dataplane/encap-check.ts";
+import type { PortRange } from "../lb-host/routing/encap-check.ts";
 import { probeOnce } from "./probe-once.ts";
 import type { ProbeOutcome } from "./state-machine.ts";
 import type { ProbeTarget } from "./state-probe-targets.ts";

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { FakeClock } from "./clock.ts";
+import { detectionBoundMs, fastIntervalMs } from "./fast-interval.ts";
 import { type ProbeFn, type ProbeRecord, Prober, type ProberEvent } from "./prober.ts";
 import type { ProbeOutcome } from "./state-machine.ts";
 import type { ProbeTarget } from "./state-probe-targets.ts";
@@ -115,7 +116,7 @@ describe("Prober", () => {
     );
   });
 
-  it("reports transitions and weights, and detects a failing target within interval × threshold + timeout", async () => {
+  it("reports transitions and weights, and detects a failing target within interval × threshold", async () => {
     let failingSince = Number.POSITIVE_INFINITY;
     const { clock, prober, events } = setup((t) =>
       t.address === "127.0.0.1" && clock.now() >= failingSince
@@ -141,12 +142,80 @@ describe("Prober", () => {
     assert.equal(down.target.users[0]?.node, "node-1");
     assert.match(down.reason, /3 consecutive failures .* timeout after 500 ms/);
     const detection = down.at - failingSince;
-    assert.ok(detection <= 1000 * 3 + 500, `detected after ${detection} ms`);
-    assert.ok(detection >= 1000 * 2 + 500, `not before three failures: ${detection} ms`);
+    // fastinter 1000 − 500 − 500/2 = 250 ms: the next turn (≤ 1000 ms) times out (500 ms),
+    // then two re-probes of 250 + 500 ms: ≤ interval × threshold, plus the scheduler's ticks
+    assert.ok(detection <= 1000 * 3 + 2 * 40, `detected after ${detection} ms`);
+    assert.ok(detection >= 500 + 2 * (250 + 500), `not before three failures: ${detection} ms`);
     assert.equal(prober.states().get(target(2).key)?.state, "healthy");
     assert.deepEqual(prober.healthOf(target(2).key), prober.states().get(target(2).key));
     assert.equal(prober.healthOf("no-such-target"), undefined);
     await shutdown(clock, prober);
+  });
+
+  it("re-probes a falling target after fastinter and keeps the interval once it is unhealthy or recovers", async () => {
+    let failing = false;
+    const { clock, prober, records } = setup((t) =>
+      t.address === "127.0.0.1" && failing
+        ? { outcome: { ok: false, reason: "timeout after 500 ms" }, ms: 500 }
+        : { outcome: { ok: true, reason: "HTTP 200" }, ms: 20 },
+    );
+    prober.setTargets([target(1)]);
+    await tick(clock, 2500);
+    failing = true;
+    const from = clock.now();
+    await tick(clock, 6000);
+    const mine = records.filter((r) => r.key === target(1).key && r.startedAt >= from);
+    const starts = mine.map((r) => r.startedAt);
+    // failures 1 → 2 → 3 (unhealthy): each re-probe starts 250 ms (fastinter) after the
+    // failed one ended, at most one scheduler tick late
+    const f = mine.findIndex((r) => !r.outcome.ok);
+    assert.ok(f >= 0 && mine.length >= f + 5, JSON.stringify(starts));
+    for (const i of [f + 1, f + 2]) {
+      const gap = mine[i]!.startedAt - mine[i - 1]!.finishedAt;
+      assert.ok(gap >= 250 && gap <= 250 + 40, `re-probe ${i - f} came ${gap} ms after the failure`);
+    }
+    assert.equal(prober.healthOf(target(1).key)?.state, "unhealthy");
+    // unhealthy: back on the 1000 ms grid, restarted at the last re-probe
+    for (const i of [f + 3, f + 4]) {
+      const spacing = mine[i]!.startedAt - mine[i - 1]!.startedAt;
+      assert.ok(spacing >= 1000 - 40 && spacing <= 1000 + 40, `unhealthy target probed ${spacing} ms apart`);
+    }
+    // recovering keeps the interval too (fastinter is for falling targets only)
+    failing = false;
+    const back = clock.now();
+    await tick(clock, 3500);
+    const ups = records.filter((r) => r.key === target(1).key && r.startedAt >= back);
+    for (let i = 1; i < ups.length; i++) {
+      const spacing = ups[i]!.startedAt - ups[i - 1]!.startedAt;
+      assert.ok(spacing >= 1000 - 40, `recovering target probed ${spacing} ms apart`);
+    }
+    await shutdown(clock, prober);
+  });
+
+  it("fastinter: interval × threshold whenever the timeout allows it, else re-probe at once", () => {
+    const at = (intervalMs: number, timeoutMs: number, unhealthyThreshold: number) => ({
+      intervalMs,
+      timeoutMs,
+      unhealthyThreshold,
+      healthyThreshold: 2,
+    });
+    // the lab's eTP Local check (3 s × 2, 1 s timeout) and kube-proxy's (8 s × 3, 1 s)
+    assert.equal(fastIntervalMs(at(3000, 1000, 2)), 1000);
+    assert.equal(detectionBoundMs(at(3000, 1000, 2)), 6000);
+    assert.equal(fastIntervalMs(at(8000, 1000, 3)), 6500);
+    assert.equal(detectionBoundMs(at(8000, 1000, 3)), 24_000);
+    // GCE's default 5 s interval with a 5 s timeout: no room, re-probe at once
+    assert.equal(fastIntervalMs(at(5000, 5000, 2)), 0);
+    assert.equal(detectionBoundMs(at(5000, 5000, 2)), 15_000);
+    // a threshold of 1: the first failure decides, nothing to re-probe
+    assert.equal(fastIntervalMs(at(2000, 500, 1)), 2000);
+    for (const [i, t, n] of [
+      [1000, 100, 2],
+      [3000, 1000, 2],
+      [10_000, 2000, 5],
+      [2000, 300, 10],
+    ] as const)
+      assert.ok(detectionBoundMs(at(i, t, n)) <= i * n, `${i} × ${n}, timeout ${t}`);
   });
 
   it("keeps at most maxConcurrent probes in flight and queues the rest", async () => {

@@ -9,8 +9,12 @@
  *   probes of many targets are spread out rather than arriving in lockstep, and two runs
  *   with one seed behave the same. A turn that comes while the target's previous probe is
  *   still running starts as soon as that probe ends (so a timeout equal to the interval
- *   does not cost a turn, and detection stays within interval × threshold + timeout);
+ *   does not cost a turn);
  *   a second such turn is skipped — probes of one target never overlap.
+ * - Fast re-probe (HAProxy's `fastinter`, fast-interval.ts): after a failure that has not
+ *   yet reached the unhealthy threshold, the next probe comes `fastIntervalMs` after the
+ *   failed one ended and the target's grid restarts there, so a dead node is judged within
+ *   interval × unhealthyThreshold (docs/health.md "Detection bound").
  * - Bounded concurrency: at most `maxConcurrent` probes in flight; the rest wait in a
  *   FIFO queue and start as slots free up.
  * - `setTargets` reconciles: new targets start `unknown` (admitting traffic only when they
@@ -27,6 +31,7 @@
 import { seededRandom } from "../net/seeded-random.ts";
 import type { Clock, TimerHandle } from "./clock.ts";
 import { DueHeap } from "./due-heap.ts";
+import { fastIntervalMs } from "./fast-interval.ts";
 import {
   type HealthState,
   initialHealth,
@@ -257,10 +262,19 @@ export class Prober {
     const step = recordProbe(entry.health, outcome, entry.target, now);
     entry.health = step.health;
     this.#o.onProbe?.({ key: entry.target.key, scheduledAt, startedAt, finishedAt: now, outcome });
+    if (!outcome.ok && step.health.state !== "unhealthy" && !this.#closed) this.#reprobe(entry, now);
     if (step.transition)
       this.#o.onEvent({ kind: "transition", target: entry.target, ...step.transition, at: now });
     if (step.weightChange)
       this.#o.onEvent({ kind: "weight", target: entry.target, ...step.weightChange, at: now });
+  }
+
+  /** fastinter: the falling target's next turn comes soon, its grid restarts from there */
+  #reprobe(entry: Entry, now: number): void {
+    entry.generation++;
+    entry.deferred = undefined;
+    this.#schedule.push(now + fastIntervalMs(entry.target), { entry, generation: entry.generation });
+    this.#arm();
   }
 
   #drain(): void {

@@ -6,7 +6,7 @@
  * Rules: node eligibility is kube-proxy's, not the load balancer's: a known Node without
  * a deletionTimestamp and without the `ToBeDeletedByClusterAutoscaler` taint; an unknown
  * node is not eligible; the exclude-from-external-load-balancers label does not matter
- * here (specs/endpointslice.md §4.2). A Service needs a server iff it is type
+ * here (kubernetes pkg/proxy/healthcheck/proxy_health.go). A Service needs a server iff it is type
  * LoadBalancer with externalTrafficPolicy Local and a non-zero healthCheckNodePort
  * (§4.1, `NeedsHealthCheck`). The count is distinct IPs of local, ready, non-terminating
  * endpoints over all ports, from EndpointSlices only (§4.1, kube-proxy reads no Endpoints).

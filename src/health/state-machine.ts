@@ -5,21 +5,22 @@
  * consecutive successes (healthyThreshold) makes a target healthy; the threshold of
  * consecutive failures (unhealthyThreshold) makes it unhealthy; an opposite result resets
  * the streak, so a flapping target keeps its state (hysteresis). These are the
- * thresholds of Google Cloud health checks (specs/gke-l4.md §4.2) and Azure probes
- * (specs/azure-probes.md).
+ * thresholds of Google Cloud health checks (ingress-gce pkg/l4/healthchecks) and Azure probes
+ * (cloud-provider-azure `pkg/provider/azure_loadbalancer_healthprobe.go`).
  *
  * Decision (docs/health.md): `unknown` admits traffic, like a healthy target, until its
  * first failure streak reaches the unhealthy threshold — for the targets of the prober's
  * first plan (`admitsBeforeVerdict`). A restarted load balancer therefore does not drop
  * every connection while the first probes run; the price is that a backend that is dead
- * from the start gets new connections for up to interval × unhealthyThreshold + timeout.
+ * from the start gets new connections until its failures reach the threshold (within
+ * interval × unhealthyThreshold with the prober's fast re-probe, fast-interval.ts).
  * A target that appears later (a node that gets its first pod of an eTP Local Service, a
  * node added to the cluster) waits for its first verdict instead: its node may not have
  * programmed the Service yet, or its pod may not be ready (issue 16, rolling replacement:
  * 1 % of new connections lost when such a node was admitted at once). Its health server
  * answers 200 only once it has (kube-proxy: 200 iff localEndpoints ≠ 0, after a sync;
- * specs/gke-l4.md §4.4). The planner already left out nodes that are known to be unfit
- * (deleting, no local endpoints).
+ * kubernetes pkg/proxy/healthcheck/service_health.go). The planner already left out nodes that are known to
+ * be unfit (deleting, no local endpoints).
  *
  * The weight is the last value an answer carried (X-Load-Balancing-Endpoint-Weight);
  * answers without one keep it. Pure: time is an argument.

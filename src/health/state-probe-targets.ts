@@ -3,7 +3,7 @@
  *
  * `probeTargets(plans)`: one target per distinct (protocol, address, port, path) over
  * every plan, however many Services and checks share it — the node's `:10256/healthz` is
- * one probe per node for all eTP Cluster Services (specs/gke-l4.md §4.1). Only included
+ * one probe per node for all eTP Cluster Services (ingress-gce pkg/l4/healthchecks). Only included
  * backends are probed, once per address family the plan serves. When checks with
  * different parameters share a target, the strictest win: the shortest interval, timeout
  * and unhealthy threshold, the highest healthy threshold; the timeout never exceeds the

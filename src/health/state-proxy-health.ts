@@ -1,6 +1,6 @@
 /**
  * The freshness rule behind kube-proxy's `/healthz` and `/livez`, as data
- * (specs/endpointslice.md §4.2; kubernetes pkg/proxy/healthcheck/proxy_health.go).
+ * (kubernetes pkg/proxy/healthcheck/proxy_health.go).
  *
  * Per IP family: `updated` records when the rules were last brought up to date and clears
  * the pending mark; `queued` records the oldest change not yet applied (kept if one is

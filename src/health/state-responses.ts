@@ -3,7 +3,7 @@
  * `/healthz`, `/livez` and a Service's healthCheckNodePort, given the inputs and `now`.
  * The servers in health-servers.ts only copy these onto the wire.
  *
- * Rules (specs/endpointslice.md §4, specs/gke-l4.md §4.4; kubernetes
+ * Rules (docs/health.md; kubernetes
  * pkg/proxy/healthcheck/proxy_health.go and service_health.go):
  * - `/healthz`: 503 when the proxy is unhealthy or the node is not eligible, else 200.
  *   `/livez`: the proxy's health alone. Body fields `lastUpdated`, `currentTime`,

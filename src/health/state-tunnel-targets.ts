@@ -1,13 +1,13 @@
 /**
  * The tunnel check's probe targets (`passlb lb --forward encap --encap-check`, issue 21;
- * the kernel side is dataplane/encap-check.ts). Pure: the node probe targets and which
+ * the kernel side is lb-host/routing/encap-check.ts). Pure: the node probe targets and which
  * addresses the LB host encapsulates to in, one extra target per such address out.
  *
  * - One target per routed node address and port that a plain target probes there: a TCP
  *   connect (`via: "tunnel"`) to the same port — kube-proxy's `:10256`, a Local Service's
  *   `healthCheckNodePort` — so it proves exactly what the plain target proves, but through
  *   the tunnel. TCP, not the check's HTTP: a Local node without endpoints answers 503 there
- *   (specs/gke-l4.md §4.1) while its tunnel works; the connect alone proves LB host →
+ *   (ingress-gce pkg/l4/healthchecks) while its tunnel works; the connect alone proves LB host →
  *   tunnel → decap → node's listener. Per port, not one per node: a listener that fails
  *   outside the tunnel too (an IPv4-only `:10256`, say) then fails only the users its plain
  *   target already fails, never those of another port that works.
@@ -23,7 +23,7 @@
  *   Service per port, as many as the plain targets of the routed nodes.
  *
  * Not here: the socket (probe-once.ts with a local port from the check's range), the route
- * (dataplane/encap-check.ts), which addresses are routed (dataplane/encap.ts nodePath).
+ * (lb-host/routing/encap-check.ts), which addresses are routed (lb-host/routing/encap.ts nodePath).
  */
 import { joinHostPort } from "../net/ip.ts";
 import type { ProbeTarget, TargetUser } from "./state-probe-targets.ts";

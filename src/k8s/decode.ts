@@ -6,7 +6,6 @@
  * Decoding is all-or-nothing per object: an object with any problem is left out of the
  * snapshot (callers that must keep the last good state do so themselves).
  */
-import type { z } from "zod";
 import type { Document, DocumentProblem } from "./documents.ts";
 import {
   type EndpointSlice,
@@ -19,6 +18,7 @@ import {
   type Pod,
   type Service,
 } from "./objects.ts";
+import { schemaProblems } from "./schema-problems.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "./snapshot.ts";
 import {
   type FieldPath,
@@ -85,89 +85,61 @@ function describe(value: unknown): { kind?: string; apiVersion?: string; label: 
   return { ...(kind !== undefined && { kind }), ...(apiVersion !== undefined && { apiVersion }), label };
 }
 
-function zodProblems(error: z.ZodError, raw: unknown): FieldProblem[] {
-  return error.issues.map((issue) => {
-    const path = issue.path.filter((p): p is string | number => typeof p !== "symbol");
-    return { path, message: valueAt(raw, path) === undefined ? "is required" : zodMessage(issue) };
-  });
-}
-
-function valueAt(value: unknown, path: FieldPath): unknown {
-  let v = value;
-  for (const part of path) {
-    if (typeof v !== "object" || v === null) return undefined;
-    v = (v as Record<string | number, unknown>)[part];
-  }
-  return v;
-}
-
-/** Semantic rules run on an object the schema rejected, so that one pass lists every
- * problem; whatever they say about a field the schema already flagged is dropped, and a
- * rule that trips over a malformed field simply says nothing. */
-function bestEffort(kind: KnownKind, raw: unknown, reported: readonly FieldProblem[]): FieldProblem[] {
-  let found: FieldProblem[];
-  try {
-    if (kind === "Service") found = validateService(raw as Service, DEFAULT_CONFIG);
-    else if (kind === "PasslbConfig") found = validateConfig((raw as { spec: PasslbConfigSpec }).spec);
-    else if (kind === "EndpointSlice") found = validateEndpointSlice(raw as EndpointSlice);
-    else if (kind === "Node") found = validateNode(raw as Node);
-    else if (kind === "Pod") found = validatePod(raw as Pod);
-    else if (kind === "Endpoints") found = validateEndpoints(raw as Endpoints);
-    else found = [];
-  } catch {
-    return [];
-  }
-  const covered = (p: FieldPath) => reported.some((r) => r.path.every((part, i) => p[i] === part));
-  return found.filter((p) => !covered(p.path));
-}
-
-export function zodMessage(issue: z.core.$ZodIssue): string {
-  switch (issue.code) {
-    case "invalid_value":
-      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
-    case "invalid_type":
-      return issue.message.includes("received undefined")
-        ? "is required"
-        : issue.message.replace(/^Invalid input: /, "");
-    case "too_small":
-      if (issue.origin === "number") return `must be at least ${issue.minimum}`;
-      if (issue.origin === "string") return "must not be empty";
-      if (issue.origin === "array")
-        return `must have at least ${issue.minimum} item${issue.minimum === 1 ? "" : "s"}`;
-      return issue.message;
-    case "too_big":
-      return issue.origin === "number" ? `must be at most ${issue.maximum}` : issue.message;
-    default:
-      return issue.message;
-  }
-}
-
-/** Decodes documents into a snapshot. PasslbConfig objects are merged in input order
- * (at most one is expected; a second is a problem). */
+/** Decodes documents into a snapshot, in three steps: read each document against its kind's
+ * schema → the PasslbConfig (other rules, the node port range, depend on it) → each object's
+ * semantic rules. PasslbConfig objects are merged in input order (at most one is expected;
+ * a second is a problem). */
 export function decodeDocuments(documents: readonly Document[]): DecodeResult {
+  const read = readObjects(documents);
+  const config = decodeConfig(read.value);
+  const validated = validateObjects(read.value, config.value);
+  const problems = [...read.problems, ...config.problems, ...validated.problems];
+  problems.sort(
+    (a, b) => a.source.localeCompare(b.source) || a.index - b.index || (a.item ?? 0) - (b.item ?? 0),
+  );
+  return {
+    snapshot: { ...validated.value, config: config.value },
+    problems,
+    notices: read.notices,
+  };
+}
+
+/** An object its schema accepted, with where it came from. */
+interface ReadObject {
+  readonly doc: Document;
+  readonly kind: KnownKind;
+  readonly object: unknown;
+  /** `Service team-a/web` */
+  readonly label: string;
+}
+
+interface Decoded<T> {
+  readonly value: T;
+  readonly problems: InputProblem[];
+}
+
+/** A problem of one field of one document's object, as every reader reports it. */
+export function problemAt(doc: Document, object: string, path: FieldPath, message: string): InputProblem {
+  return {
+    source: doc.source,
+    index: doc.index,
+    ...(doc.item !== undefined && { item: doc.item }),
+    object,
+    path,
+    message,
+  };
+}
+
+/** Each document against its kind's schema; unknown kinds become notices, a second object of
+ * the same kind and name a problem. */
+function readObjects(documents: readonly Document[]): Decoded<ReadObject[]> & { notices: string[] } {
   const problems: InputProblem[] = [];
   const notices: string[] = [];
-  const services: Service[] = [];
-  const nodes: Node[] = [];
-  const pods: Pod[] = [];
-  const endpointSlices: EndpointSlice[] = [];
-  const endpoints: Endpoints[] = [];
-  const namespaces: Namespace[] = [];
-  let config: PasslbConfigSpec | undefined;
+  const objects: ReadObject[] = [];
   const seen = new Map<string, Document>();
-
-  const decoded: { doc: Document; kind: KnownKind; object: unknown; label: string }[] = [];
   for (const doc of documents) {
     const { kind, label } = describe(doc.value);
-    const report = (path: FieldPath, message: string) =>
-      problems.push({
-        source: doc.source,
-        index: doc.index,
-        ...(doc.item !== undefined && { item: doc.item }),
-        object: label,
-        path,
-        message,
-      });
+    const report = (path: FieldPath, message: string) => problems.push(problemAt(doc, label, path, message));
     if (typeof doc.value !== "object" || doc.value === null || Array.isArray(doc.value)) {
       report([], "is not a Kubernetes object (expected a mapping with apiVersion and kind)");
       continue;
@@ -187,8 +159,7 @@ export function decodeDocuments(documents: readonly Document[]): DecodeResult {
     const known = kind as KnownKind;
     const result = KIND_SCHEMAS[known].safeParse(doc.value);
     if (!result.success) {
-      const structural = zodProblems(result.error, doc.value);
-      for (const p of [...structural, ...bestEffort(known, doc.value, structural)]) report(p.path, p.message);
+      for (const p of schemaProblems(known, doc.value, result.error)) report(p.path, p.message);
       continue;
     }
     const key = `${known}\u0000${label}`;
@@ -201,76 +172,84 @@ export function decodeDocuments(documents: readonly Document[]): DecodeResult {
       continue;
     }
     seen.set(key, doc);
-    decoded.push({ doc, kind: known, object: result.data, label });
+    objects.push({ doc, kind: known, object: result.data, label });
   }
+  return { value: objects, problems, notices };
+}
 
-  // The config comes first: other rules (the node port range) depend on it.
-  for (const d of decoded) {
+/** The one valid PasslbConfig, or the defaults. */
+function decodeConfig(objects: readonly ReadObject[]): Decoded<PasslbConfigSpec> {
+  const problems: InputProblem[] = [];
+  let config: PasslbConfigSpec | undefined;
+  for (const d of objects) {
     if (d.kind !== "PasslbConfig") continue;
     const spec = (d.object as { spec: PasslbConfigSpec }).spec;
     const found = validateConfig(spec);
     if (config !== undefined)
       found.push({ path: ["metadata", "name"], message: "only one PasslbConfig may be given" });
-    if (pushAll(found, d)) config = spec;
+    problems.push(...problemsOf(found, d));
+    if (found.length === 0) config = spec;
   }
-  const effective = config ?? DEFAULT_CONFIG;
+  return { value: config ?? DEFAULT_CONFIG, problems };
+}
 
-  for (const d of decoded) {
+/** Every object but the config through its kind's semantic rules; those with a problem are left out. */
+function validateObjects(
+  objects: readonly ReadObject[],
+  config: PasslbConfigSpec,
+): Decoded<Omit<Snapshot, "config">> {
+  const problems: InputProblem[] = [];
+  const value = {
+    services: [] as Service[],
+    nodes: [] as Node[],
+    pods: [] as Pod[],
+    endpointSlices: [] as EndpointSlice[],
+    endpoints: [] as Endpoints[],
+    namespaces: [] as Namespace[],
+  };
+  const valid = (found: FieldProblem[], d: ReadObject): boolean => {
+    problems.push(...problemsOf(found, d));
+    return found.length === 0;
+  };
+  for (const d of objects) {
     switch (d.kind) {
       case "Service": {
         const svc = withNamespace(d.object as Service);
-        if (pushAll(validateService(svc, effective), d)) services.push(svc);
+        if (valid(validateService(svc, config), d)) value.services.push(svc);
         break;
       }
       case "Node": {
         const node = d.object as Node;
-        if (pushAll(validateNode(node), d)) nodes.push(node);
+        if (valid(validateNode(node), d)) value.nodes.push(node);
         break;
       }
       case "Pod": {
         const pod = withNamespace(d.object as Pod);
-        if (pushAll(validatePod(pod), d)) pods.push(pod);
+        if (valid(validatePod(pod), d)) value.pods.push(pod);
         break;
       }
       case "EndpointSlice": {
         const slice = withNamespace(d.object as EndpointSlice);
-        if (pushAll(validateEndpointSlice(slice), d)) endpointSlices.push(slice);
+        if (valid(validateEndpointSlice(slice), d)) value.endpointSlices.push(slice);
         break;
       }
       case "Endpoints": {
         const ep = withNamespace(d.object as Endpoints);
-        if (pushAll(validateEndpoints(ep), d)) endpoints.push(ep);
+        if (valid(validateEndpoints(ep), d)) value.endpoints.push(ep);
         break;
       }
       case "Namespace":
-        namespaces.push(d.object as Namespace);
+        value.namespaces.push(d.object as Namespace);
         break;
       case "PasslbConfig":
         break;
     }
   }
+  return { value, problems };
+}
 
-  function pushAll(found: FieldProblem[], d: { doc: Document; label: string }): boolean {
-    for (const p of found)
-      problems.push({
-        source: d.doc.source,
-        index: d.doc.index,
-        ...(d.doc.item !== undefined && { item: d.doc.item }),
-        object: d.label,
-        path: p.path,
-        message: p.message,
-      });
-    return found.length === 0;
-  }
-
-  problems.sort(
-    (a, b) => a.source.localeCompare(b.source) || a.index - b.index || (a.item ?? 0) - (b.item ?? 0),
-  );
-  return {
-    snapshot: { services, nodes, pods, endpointSlices, endpoints, namespaces, config: effective },
-    problems,
-    notices,
-  };
+function problemsOf(found: readonly FieldProblem[], d: ReadObject): InputProblem[] {
+  return found.map((p) => problemAt(d.doc, d.label, p.path, p.message));
 }
 
 function withNamespace<T extends { metadata: { namespace?: string | undefined } }>(obj: T): T {

@@ -7,23 +7,29 @@
  * manifests; the CRD YAML in deploy/crd-loadbalancerbgppeers.yaml is written from this shape.
  *
  * Field names and meanings are MetalLB's, so that its objects import field for field
- * (`passlb import`, src/migrate/convert-bgp.ts):
+ * (`passlb import`, src/migrate/metallb-bgp.ts):
  * - session: BGPPeer `myASN`, `peerASN`, `peerAddress`, `peerPort`, `holdTime`,
  *   `keepaliveTime`, `connectTime`, `routerID`, `nodeSelectors`
  *   (metallb/metallb api/v1beta2/bgppeer_types.go BGPPeerSpec);
  * - `bfd`: BFDProfile `receiveInterval`, `transmitInterval`, `detectMultiplier`, inline
  *   instead of a named profile (api/v1beta1/bfdprofile_types.go BFDProfileSpec; same
  *   bounds, 10..60000 ms and 2..255), plus `enabled`;
- * - `ipv4` / `ipv6`: BGPAdvertisement `communities` and `localPref`, per family
- *   (api/v1beta1/bgpadvertisement_types.go BGPAdvertisementSpec). No aggregationLength:
- *   passlb announces host routes (/32, /128) only, each from the hosts that can serve it.
+ * - and the rest of BGPPeerSpec: `dynamicASN`, `localASN`, `sourceAddress`, `password`,
+ *   `passwordSecret`, `enableGracefulRestart`, `ebgpMultiHop`, `vrf`,
+ *   `dualStackAddressFamily`, `disableMP` (accepted, no effect, as in MetalLB);
+ * - `ipv4` / `ipv6`: communities and `localPref` added to every route of that family sent to
+ *   this peer. Which VIPs go where, aggregated or not, is LoadBalancerBGPAdvertisement's
+ *   (load-balancer-bgp-advertisement.ts).
+ * docs/vip-announce.md "Field reference" has every field with its BIRD configuration.
  *
- * Defaults are passlb's (specs/scale-out.md §E), not MetalLB's: hold time 9 s (MetalLB 90 s),
- * BFD on at 100 ms × 3 (MetalLB: no BFD without a profile), connect retry 1 s.
+ * Defaults are passlb's (docs/vip-announce.md "Field reference"), not MetalLB's: hold time 9 s (FRR 180 s),
+ * BFD on at 100 ms × 3 (MetalLB: no BFD without a profile), connect retry 1 s, graceful
+ * restart off. `passlb import` writes MetalLB's effective values out instead.
  * Durations are Go `time.Duration` strings as in metav1.Duration ("9s", "1m30s").
  *
  * This module decodes (zod, with paths in errors) and checks what the schema cannot (an IP
- * address, whole seconds); it does not pick the peers of a host (announce/bgp/bgp-peer-config.ts).
+ * address, whole seconds, exactly one of peerASN/dynamicASN, a password BIRD can carry, the
+ * multihop rules); it does not pick the peers of a host (announce/bgp/bgp-peer-config.ts).
  */
 import { z } from "zod";
 import { parseIp } from "../net/ip.ts";
@@ -34,7 +40,7 @@ export const BGP_PEER_API_VERSION = `${BGP_PEER_GROUP}/v1alpha1`;
 export const BGP_PEER_PLURAL = "loadbalancerbgppeers";
 export const BGP_PEER_KIND = "LoadBalancerBGPPeer";
 
-/** passlb's defaults (specs/scale-out.md §E.2, §E.3; docs/vip-announce.md) */
+/** passlb's defaults (docs/vip-announce.md "The LoadBalancerBGPPeer object") */
 export const BGP_PEER_DEFAULTS = {
   peerPort: 179,
   holdSeconds: 9,
@@ -65,23 +71,48 @@ export const LoadBalancerBGPPeerSchema = z.looseObject({
   metadata: ObjectMetaSchema.extend({ name: z.string().min(1) }),
   spec: z.looseObject({
     myASN: asn,
-    peerASN: asn,
+    /** exactly one of peerASN and dynamicASN */
+    peerASN: asn.optional(),
+    /** `internal`: the router's AS must equal myASN; `external`: must differ (BIRD `neighbor X internal|external`) */
+    dynamicASN: z.enum(["internal", "external"]).optional(),
+    /** the AS this router sees (MetalLB localASN; BIRD `local as`); myASN when absent */
+    localASN: asn.optional(),
     peerAddress: z.string().min(1),
     peerPort: z.number().int().min(1).max(65535).optional(),
+    /** this host's address on the session (BIRD `source address`); used only where the host has it */
+    sourceAddress: z.string().optional(),
     holdTime: duration.optional(),
     keepaliveTime: duration.optional(),
     connectTime: duration.optional(),
     routerID: z.string().optional(),
     /** the LB hosts (Nodes) that peer with this router: any selector matching; all when empty */
     nodeSelectors: z.array(LabelSelectorSchema).optional(),
+    /** TCP MD5 key (RFC 2385); never logged, never printed by `passlb plan` */
+    password: z.string().optional(),
+    /** a Secret of type kubernetes.io/basic-auth with key `password`, in passlb's namespace */
+    passwordSecret: z.looseObject({ name: z.string().min(1), namespace: z.string().optional() }).optional(),
+    /** the name of the MetalLB BFDProfile `bfd` was imported from (informational) */
+    bfdProfile: z.string().optional(),
     bfd: z
       .looseObject({
         enabled: z.boolean().optional(),
         receiveInterval: ms.optional(),
         transmitInterval: ms.optional(),
         detectMultiplier: z.number().int().min(2).max(255).optional(),
+        /** wait for the router to start BFD (BIRD `passive`) */
+        passiveMode: z.boolean().optional(),
       })
       .optional(),
+    /** RFC 4724 restarting speaker (BIRD `graceful restart on`); off by default: a dead LB host is withdrawn at once */
+    enableGracefulRestart: z.boolean().optional(),
+    /** the router is several hops away (BIRD `multihop 255`); eBGP only */
+    ebgpMultiHop: z.boolean().optional(),
+    /** the host VRF to peer from (BIRD `vrf`); needs the kernel's CONFIG_NET_VRF */
+    vrf: z.string().optional(),
+    /** carry IPv4 and IPv6 VIPs over this one session (both BIRD channels) */
+    dualStackAddressFamily: z.boolean().optional(),
+    /** accepted and ignored: MetalLB says it "is no longer used and has no effect" */
+    disableMP: z.boolean().optional(),
     ipv4: FamilySchema.optional(),
     ipv6: FamilySchema.optional(),
   }),
@@ -118,6 +149,32 @@ export function bgpPeerProblems(peer: LoadBalancerBGPPeer): BgpPeerProblem[] {
   if (parseIp(s.peerAddress) === undefined) at("peerAddress", `"${s.peerAddress}" is not an IP address`);
   if (s.routerID !== undefined && parseIp(s.routerID)?.family !== "IPv4")
     at("routerID", `"${s.routerID}" is not an IPv4 address (a BGP identifier is 32 bits, RFC 6286)`);
+  if (s.peerASN === undefined && s.dynamicASN === undefined)
+    at("peerASN", "one of peerASN and dynamicASN is required");
+  if (s.peerASN !== undefined && s.dynamicASN !== undefined)
+    at("dynamicASN", "peerASN and dynamicASN are mutually exclusive");
+  if (s.sourceAddress !== undefined && parseIp(s.sourceAddress) === undefined)
+    at("sourceAddress", `"${s.sourceAddress}" is not an IP address`);
+  if (s.sourceAddress !== undefined && parseIp(s.sourceAddress)?.family !== parseIp(s.peerAddress)?.family)
+    at("sourceAddress", `${s.sourceAddress} is not of peerAddress ${s.peerAddress}'s family`);
+  if (s.password !== undefined && s.passwordSecret !== undefined)
+    at("password", "password and passwordSecret are mutually exclusive");
+  if (s.password !== undefined) {
+    const why = passwordProblem(s.password);
+    if (why) at("password", why);
+  }
+  // MetalLB internal/config/config.go peerFromCR: "invalid ebgp-multihop parameter set for an ibgp peer"
+  if (s.ebgpMultiHop === true && isInternal(s))
+    at("ebgpMultiHop", "is for external peers: this session is iBGP (the AS numbers are equal)");
+  // BIRD proto/bgp/bgp.c bgp_postconfig: "Multihop BGP with BFD requires specified local address"
+  if (s.ebgpMultiHop === true && s.bfd?.enabled !== false && s.sourceAddress === undefined)
+    at(
+      "sourceAddress",
+      "is required with ebgpMultiHop and BFD (BIRD's multihop BFD needs a local address); or set bfd.enabled false",
+    );
+  // Linux IFNAMSIZ is 16 with the NUL; BIRD strings carry no quote (conf/cf-lex.l)
+  if (s.vrf !== undefined && s.vrf !== "" && !/^[A-Za-z0-9_.-]{1,15}$/.test(s.vrf))
+    at("vrf", `"${s.vrf}" is not an interface name (1..15 of A-Z a-z 0-9 _ . -)`);
   const whole = (
     field: "holdTime" | "keepaliveTime" | "connectTime",
     ok: (n: number) => boolean,
@@ -136,11 +193,34 @@ export function bgpPeerProblems(peer: LoadBalancerBGPPeer): BgpPeerProblem[] {
   );
   whole("keepaliveTime", (n) => n >= 1 && n <= 65535, "1s..65535s in whole seconds");
   whole("connectTime", (n) => n >= 1 && n <= 65535, "1s..65535s in whole seconds");
-  const hold = s.holdTime === undefined ? BGP_PEER_DEFAULTS.holdSeconds : durationSeconds(s.holdTime);
+  // keepalive alone: the hold time is three of it (MetalLB internal/config/config.go parseTimers)
   const keep = s.keepaliveTime === undefined ? undefined : durationSeconds(s.keepaliveTime);
+  const hold = s.holdTime === undefined ? undefined : durationSeconds(s.holdTime);
   if (hold !== undefined && keep !== undefined && hold > 0 && keep > hold)
     at("keepaliveTime", `${s.keepaliveTime} is longer than the hold time (${hold}s)`);
   return out;
+}
+
+/** Whether the session is internal BGP (the router's AS equals ours). */
+export function isInternal(s: LoadBalancerBGPPeer["spec"]): boolean {
+  if (s.dynamicASN !== undefined) return s.dynamicASN === "internal";
+  return (s.localASN ?? s.myASN) === s.peerASN;
+}
+
+/**
+ * Why BIRD 2.0.12 cannot carry this TCP MD5 key, or undefined. Its config strings end at the
+ * next `"` and cannot hold a newline (CZ-NIC/bird conf/cf-lex.l, no escapes), and the kernel
+ * takes at most 80 bytes (TCP_MD5SIG_MAXKEYLEN, include/uapi/linux/tcp.h; BIRD:
+ * "The password for TCP MD5 Signature is too long", sysdep/linux/sysio.h). The message never
+ * contains the password.
+ */
+export function passwordProblem(password: string): string | undefined {
+  if (password === "") return "is empty";
+  if (/["\n\r\0]/.test(password))
+    return "contains a double quote, a line break or a NUL: BIRD's configuration strings have no escapes, so it cannot carry this key; choose another";
+  if (new TextEncoder().encode(password).length > 80)
+    return "is longer than 80 bytes, the kernel's TCP MD5 key limit";
+  return undefined;
 }
 
 /** Decodes one raw object: the peer, or its problems (each naming object and field). */

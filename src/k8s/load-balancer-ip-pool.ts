@@ -8,7 +8,7 @@
  *
  * Pool semantics follow MetalLB's IPAddressPool (addresses as CIDRs or `a-b` ranges,
  * autoAssign, avoidBuggyIPs, serviceAllocation as `allocation`), plus what a lossless
- * `passlb import` of Cilium and kube-vip pools needs (specs/compat.md §7.4):
+ * `passlb import` of Cilium and kube-vip pools needs (docs/migrate.md "`passlb import`"):
  * `reserveFirstLast` and `implicitSharing`. Status totals are decimal strings because an
  * IPv6 pool can hold more than 2^53 addresses. A status that does not decode is dropped,
  * never the pool: a bad status must not take addresses away. Deliberately loose: unknown

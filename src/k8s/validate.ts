@@ -174,7 +174,7 @@ export function validatePod(pod: Pod): FieldProblem[] {
   return problems;
 }
 
-/** discovery/v1 ValidateEndpointSlice, as far as a consumer cares (spec endpointslice.md §5). */
+/** discovery/v1 ValidateEndpointSlice, as far as a consumer cares (kubernetes pkg/apis/discovery/validation/validation.go). */
 export function validateEndpointSlice(slice: EndpointSlice): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const add = (path: FieldPath, message: string) => problems.push({ path, message });

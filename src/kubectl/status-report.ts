@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { failingLine } from "../cluster/kube-api-health.ts";
 import { PASSLB_CLASS } from "../plan/ownership.ts";
+import { type ForeignView, foreignSpeakerLines, type WireView, wireLines } from "./wire-lines.ts";
 
 /** The part of a Service `kubectl passlb status` reads; anything else is ignored. */
 export const StatusServiceSchema = z.looseObject({
@@ -113,7 +114,42 @@ export const LbStateSchema = z.looseObject({
       speaker: z
         .looseObject({
           health: z.string(),
-          sessions: z.array(z.looseObject({ peer: z.string(), established: z.boolean() })).default([]),
+          sessions: z
+            .array(
+              z.looseObject({
+                peer: z.string(),
+                established: z.boolean(),
+                state: z.string().optional(),
+                bfd: z.string().optional(),
+                name: z.string().optional(),
+                exported: z.number().optional(),
+                lastError: z.string().optional(),
+              }),
+            )
+            .default([]),
+        })
+        .optional(),
+      /** the wire checks (announce/wire-verdict.ts WireReport) */
+      wire: z
+        .looseObject({
+          vips: z
+            .array(z.looseObject({ vip: z.string(), problem: z.string().nullable(), message: z.string() }))
+            .default([]),
+          vrrp: z
+            .looseObject({
+              foreign: z
+                .array(
+                  z.looseObject({
+                    vrid: z.number(),
+                    source: z.string(),
+                    mac: z.string(),
+                    interface: z.string(),
+                    priority: z.number(),
+                  }),
+                )
+                .default([]),
+            })
+            .optional(),
         })
         .optional(),
     })
@@ -141,6 +177,8 @@ export interface ServiceStatus {
     readonly address: string;
     readonly heldBy: readonly string[];
     readonly hosts: Readonly<Record<string, { readonly state: string; readonly reason: string }>>;
+    /** what each LB host's wire check says about the VIP (wire-lines.ts) */
+    readonly wire: Readonly<Record<string, WireView>>;
   }[];
   /** per node (sorted by zone, then name), per reachable LB host pod: its view, or null when that host does not plan the Service */
   readonly nodes: readonly {
@@ -171,8 +209,22 @@ export interface AnnounceView {
   state: string;
   detail: string | null;
   groups: readonly { name: string; state: string; priority: number; vips: number }[];
-  /** BIRD: the speaker's health, sessions established of all */
-  speaker: { health: string; established: number; sessions: number } | null;
+  /** BIRD: the speaker's health, sessions established of all, and each session */
+  speaker: {
+    health: string;
+    established: number;
+    sessions: number;
+    list: readonly {
+      name: string;
+      peer: string;
+      state: string;
+      bfd: string;
+      exported: number | null;
+      error: string;
+    }[];
+  } | null;
+  /** VRRP speakers on passlb's VRIDs that are not LB hosts, heard by this host */
+  foreign: readonly ForeignView[];
 }
 
 export interface StatusReport {
@@ -204,8 +256,17 @@ function podStatus(h: LbHostAnswer): PodStatus {
                     health: h.state.announce.speaker.health,
                     established: h.state.announce.speaker.sessions.filter((x) => x.established).length,
                     sessions: h.state.announce.speaker.sessions.length,
+                    list: h.state.announce.speaker.sessions.map((x) => ({
+                      name: x.name ?? "",
+                      peer: x.peer,
+                      state: x.state ?? (x.established ? "Established" : "down"),
+                      bfd: x.bfd ?? "no BFD",
+                      exported: x.exported ?? null,
+                      error: x.lastError ?? "",
+                    })),
                   }
                 : null,
+              foreign: h.state.announce.wire?.vrrp?.foreign ?? [],
             }
           : null,
       }
@@ -261,9 +322,12 @@ export function buildStatusReport(
           ? []
           : vips.map((v) => {
               const hostsOf: Record<string, { state: string; reason: string }> = {};
+              const wire: Record<string, WireView> = {};
               for (const h of announcing) {
                 const a = h.state.announce?.vips.find((x) => x.vip === v.address);
                 if (a) hostsOf[h.pod] = { state: a.state, reason: a.reason };
+                const w = h.state.announce?.wire?.vips.find((x) => x.vip === v.address);
+                if (w) wire[h.pod] = { vip: w.vip, problem: w.problem, message: w.message };
               }
               return {
                 address: v.address,
@@ -271,6 +335,7 @@ export function buildStatusReport(
                   .filter(([, x]) => x.state === "held")
                   .map(([pod]) => pod),
                 hosts: hostsOf,
+                wire,
               };
             });
       return {
@@ -317,6 +382,29 @@ function engine(a: AnnounceView | null): string {
   return `${a.engine} ${a.state}${detail}${states ? `: ${states}` : ""}`;
 }
 
+/** Every BGP session of every LB host: state, BFD, routes exported to the peer, and why it may be down. */
+function bgpSessionRows(hosts: readonly PodStatus[]): string[] {
+  const rows: string[][] = [];
+  for (const h of hosts)
+    if (h.reachable)
+      for (const s of h.announce?.speaker?.list ?? [])
+        rows.push([
+          h.pod,
+          s.name || "-",
+          s.peer,
+          s.state,
+          s.bfd,
+          s.exported === null ? "-" : `${s.exported} exported`,
+          s.error,
+        ]);
+  if (rows.length === 0) return [];
+  return [
+    "",
+    "BGP sessions:",
+    ...table([["LB HOST", "SESSION", "PEER", "STATE", "BFD", "ROUTES", "WHY"], ...rows], "  "),
+  ];
+}
+
 function cell(view: NodeView | null | undefined): string {
   if (!view) return "not planned";
   const weight = view.state === "excluded" ? "" : ` weight ${view.weight}`;
@@ -350,7 +438,10 @@ function podRows(pods: readonly PodStatus[]): string[] {
         .filter(Boolean)
         .join(", "),
     ]);
-    details.push(failing.map((f) => `      ${failingLine(f)}`));
+    details.push([
+      ...failing.map((f) => `      ${failingLine(f)}`),
+      ...foreignSpeakerLines(h.announce?.foreign ?? []),
+    ]);
   }
   return table(rows, "  ").flatMap((line, i) => [line, ...(details[i] ?? [])]);
 }
@@ -360,6 +451,7 @@ export function renderStatusText(report: StatusReport, lbNamespace: string): str
   const ok = report.lbHosts.filter((h) => h.reachable);
   out.push(`LB hosts in ${lbNamespace}: ${ok.length} of ${report.lbHosts.length} reachable`);
   out.push(...podRows(report.lbHosts));
+  out.push(...bgpSessionRows(report.lbHosts));
   const controllersOk = report.controllers.filter((h) => h.reachable).length;
   out.push(
     "",
@@ -384,6 +476,7 @@ export function renderStatusText(report: StatusReport, lbNamespace: string): str
         .map(([pod, x]) => `${pod} ${x.state} (${x.reason})`);
       const held = a.heldBy.length === 0 ? "NO LB HOST" : a.heldBy.join(" and ");
       out.push(`  Held:        ${a.address} by ${held}${others.length > 0 ? `; ${others.join(", ")}` : ""}`);
+      out.push(...wireLines(a.wire));
     }
     if (ok.length === 0) {
       out.push("  Nodes:       no LB host could be asked");

@@ -7,7 +7,7 @@
  *   router (the topology's `lb` namespace)  FRR AS `routerAsn`, a neighbour per LB host on the
  *        node segment (198.51.100.(2+i), fd00:198:51:100::(2+i)), BFD profile interval ×
  *        multiplier, `maximum-paths 16` per family (ECMP; all LB hosts share one ASN, so
- *        their paths are equal without `multipath-relax`: specs/scale-out.md §E.1), L4
+ *        their paths are equal without `multipath-relax`: docs/lab.md "A router with BGP"), L4
  *        hashing (`fib_multipath_hash_policy=1`, set by lab-layout.ts), no redirects
  *        accepted (a redirect would send VIP traffic past the LB hosts).
  *   LB host i   `passlb lb --announce bgp --bgp-asn asn --bgp-peer 198.51.100.1:routerAsn
@@ -96,8 +96,8 @@ export function labBgpLbArgs(host: LabLbHost, bgp: LabBgp, stateDir: string): st
     `--bfd-multiplier=${bgp.bfdMultiplier}`,
     `--bgp-hold-s=${bgp.holdSeconds}`,
     `--state-dir=${stateDir}`,
-    // the router takes a withdrawal in milliseconds (specs/scale-out.md §B.1); 1 s is ample
-    // and keeps a graceful stop inside the lab's 3 s SIGTERM grace
+    // the router takes a withdrawal in milliseconds (docs/vip-announce.md "How a VIP is announced"); 1 s is
+    // ample and keeps a graceful stop inside the lab's 3 s SIGTERM grace
     "--bgp-converge-ms=1000",
     "--claim-nat",
   ];

@@ -8,6 +8,7 @@
  *   stream  one new TCP connection every --interval ms for --duration ms: each one's
  *           start time, pod and outcome (for "stops getting new connections within…");
  *           `started` is the wall-clock start (ms since the epoch), to place a fault;
+ *           with --bind0 each socket is bound to port 0 first, as many clients do;
  *   hold    --connections long-lived TCP connections, each sending a line every
  *           --interval ms for --duration ms and checking the echo: which pod each one
  *           was on, whether it failed (reset, an echo 2 s late, a wrong echo) and when
@@ -19,6 +20,10 @@
  *           that many bytes each way, the pod, the time taken;
  *   udp-size --count datagrams of --size bytes from one socket, one at a time, each echoed
  *           whole by the pod (`ECHO…`): how many came back, and their sizes.
+ *   reuse   --count TCP connections, the i-th bound to local port --source-port + i
+ *           (SO_REUSEADDR, as libuv sets on every TCP bind): a client behind NAT or a busy
+ *           proxy that opens a new connection on a 5-tuple it used moments ago; per port
+ *           the pod and node, or the error.
  *
  * A lab process (run with `passlb lab exec CLIENT -- node --import tsx …` or by the e2e
  * tests); every loop is bounded in count and time.
@@ -41,6 +46,9 @@ const { values } = parseArgs({
     "source-port": { type: "string", default: "54321" },
     bytes: { type: "string", default: "1048576" },
     size: { type: "string", default: "1400" },
+    /** stream: bind each socket to port 0 before connecting (the kernel's bind allocator,
+     * which may hand out a port whose last connection to the target is in TIME_WAIT) */
+    bind0: { type: "boolean", default: false },
   },
 });
 
@@ -67,10 +75,14 @@ function parseGreeting(line: string): Greeting | undefined {
   return m ? { pod: m[1]!, node: m[2]!, client: m[3]! } : undefined;
 }
 
-/** One TCP connection: the greeting, then close. */
-function tcpOnce(host: string, port: number): Promise<Greeting> {
+/** One TCP connection: the greeting, then close (from `localPort` when given). */
+function tcpOnce(host: string, port: number, localPort?: number): Promise<Greeting> {
   return new Promise((resolve, reject) => {
-    const sock = connect({ host, port });
+    const sock = connect({
+      host,
+      port,
+      ...(localPort !== undefined && { localPort, localAddress: host.includes(":") ? "::" : "0.0.0.0" }),
+    });
     let buf = "";
     // the timeout is declared after the I/O that has already arrived is read (timers run
     // before the poll phase, setImmediate after it): a client starved of CPU for a moment
@@ -159,6 +171,29 @@ async function count(host: string, port: number): Promise<object> {
   return { ok, failed: n - ok, ms: Date.now() - started, byPod, byNode, clients, errors };
 }
 
+/** reuse: connection i from local port base + i, C at a time. */
+async function reuse(host: string, port: number): Promise<object> {
+  const n = Math.min(Number(values.count), 1000);
+  const base = Number(values["source-port"]);
+  const c = Math.max(1, Math.min(Number(values.concurrency), 64));
+  const out: { port: number; ok: boolean; pod?: string; node?: string; error?: string }[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const p = base + next++;
+      try {
+        const g = await tcpOnce(host, port, p);
+        out.push({ port: p, ok: true, pod: g.pod, node: g.node });
+      } catch (e) {
+        out.push({ port: p, ok: false, error: code(e) });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: c }, worker));
+  out.sort((a, b) => a.port - b.port);
+  return { connections: out };
+}
+
 async function stream(host: string, port: number): Promise<object> {
   const duration = Math.min(Number(values.duration), MAX_DURATION_MS);
   const interval = Math.max(1, Number(values.interval));
@@ -167,7 +202,7 @@ async function stream(host: string, port: number): Promise<object> {
   while (Date.now() - started < duration) {
     const t = Date.now() - started;
     pending.push(
-      tcpOnce(host, port).then(
+      tcpOnce(host, port, values.bind0 ? 0 : undefined).then(
         (g) => ({ t, ok: true, pod: g.pod, node: g.node, client: clientIp(g.client) }),
         (e) => ({ t, ok: false, error: code(e) }),
       ),
@@ -364,7 +399,9 @@ const modes: Record<string, (h: string, p: number) => Promise<object>> = {
   "udp-pin": udpPin,
   bulk,
   "udp-size": udpSize,
+  reuse,
 };
 const run = modes[values.mode ?? ""];
-if (!run) throw new Error(`--mode ${values.mode}: expected count, stream, hold, udp-pin, bulk or udp-size`);
+if (!run)
+  throw new Error(`--mode ${values.mode}: expected count, stream, hold, udp-pin, bulk, udp-size or reuse`);
 process.stdout.write(`${JSON.stringify(await run(host, port))}\n`);

@@ -5,8 +5,8 @@
  * writes them next to the Services and PasslbConfig it copied).
  *
  * Slices follow the EndpointSlice controller's shape closely enough for the consumers
- * (specs/endpointslice.md §2): one slice per Service, address family and resolved port
- * set; `targetPort` names resolve against the pod's container ports; an endpoint is
+ * (kubernetes `pkg/controller/endpointslicemirroring/reconciler.go`): one slice per Service, address family
+ * and resolved port set; `targetPort` names resolve against the pod's container ports; an endpoint is
  * ready when the Pod is Ready and not terminating, serving when Ready, terminating when
  * the Pod is being deleted. IPv6 slices only for Services whose `ipFamilies` list IPv6.
  * It does not model Pods without an address, publishNotReadyAddresses or slice limits.

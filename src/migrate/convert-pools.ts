@@ -1,6 +1,6 @@
 /**
- * Other implementations' pools as LoadBalancerIPPools, named after them (specs/compat.md
- * §3, §7.4), with a note for everything that is not carried over. Pure: decoded objects in,
+ * Other implementations' pools as LoadBalancerIPPools, named after them (docs/migrate.md
+ * "`passlb import`"), with a note for everything that is not carried over. Pure: decoded objects in,
  * plain objects out; `import-result.ts` puts them together.
  *
  *   - MetalLB IPAddressPool → same name; autoAssign, avoidBuggyIPs, serviceAllocation as

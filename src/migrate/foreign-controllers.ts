@@ -1,6 +1,6 @@
 /**
  * Which other load-balancer controllers are still running, from their Deployments,
- * DaemonSets and ConfigMaps (specs/compat.md §7.5), and the cut-over order that keeps two
+ * DaemonSets and ConfigMaps (docs/migrate.md "The cut-over order"), and the cut-over order that keeps two
  * controllers from ever writing one Service's status (the status loop of KBVE/kbve#14105,
  * the leftovers of vehagn/homelab#7). Pure.
  *

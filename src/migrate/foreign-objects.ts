@@ -1,7 +1,7 @@
 /**
  * The objects of other load-balancer implementations that `passlb import` reads, as loose
  * zod schemas: only the fields the conversion uses are declared, unknown ones pass. Field
- * names and versions (specs/compat.md §3):
+ * names and versions (docs/migrate.md "`passlb import`"):
  *   - MetalLB `metallb.io/v1beta1` IPAddressPool, L2Advertisement, BGPAdvertisement,
  *     BFDProfile, `v1beta1`/`v1beta2` BGPPeer (api/v1beta1/ipaddresspool_types.go,
  *     bgpadvertisement_types.go, bfdprofile_types.go, api/v1beta2/bgppeer_types.go), and the ≤ v0.12
@@ -71,6 +71,7 @@ export const BGPAdvertisementSchema = z.looseObject({
       localPref: z.number().int().min(0).optional(),
       communities: strings.optional(),
       peers: strings.optional(),
+      serviceSelectors: z.array(LabelSelectorSchema).optional(),
     })
     .default({}),
 });
@@ -85,7 +86,9 @@ export const BGPPeerSchema = z.looseObject({
     myASN: z.number().int().min(0).max(4294967295),
     peerASN: z.number().int().min(0).max(4294967295).optional(),
     dynamicASN: z.string().optional(),
-    peerAddress: z.string().min(1),
+    localASN: z.number().int().min(0).max(4294967295).optional(),
+    peerAddress: z.string().optional(),
+    interface: z.string().optional(),
     sourceAddress: z.string().optional(),
     peerPort: z.number().int().optional(),
     holdTime: z.string().optional(),
@@ -94,12 +97,15 @@ export const BGPPeerSchema = z.looseObject({
     routerID: z.string().optional(),
     nodeSelectors: z.array(LabelSelectorSchema).optional(),
     password: z.string().optional(),
-    passwordSecret: z.looseObject({ name: z.string().optional() }).optional(),
+    passwordSecret: z
+      .looseObject({ name: z.string().optional(), namespace: z.string().optional() })
+      .optional(),
     bfdProfile: z.string().optional(),
     enableGracefulRestart: z.boolean().optional(),
     ebgpMultiHop: z.boolean().optional(),
     vrf: z.string().optional(),
     disableMP: z.boolean().optional(),
+    dualStackAddressFamily: z.boolean().optional(),
   }),
 });
 export type BGPPeer = z.infer<typeof BGPPeerSchema>;

@@ -1,14 +1,16 @@
 /**
- * How `passlb import` prints its result: the LoadBalancerIPPools and LoadBalancerBGPPeers as
+ * How `passlb import` prints its result: the LoadBalancerIPPools, LoadBalancerBGPPeers and
+ * LoadBalancerBGPAdvertisements as
  * YAML documents (or a JSON List) for the user's repository, and the report as text for
  * standard error. Pure.
  */
 import { stringify } from "yaml";
 import { formatProblem } from "../k8s/decode.ts";
+import { renderFieldOutcomes } from "./bgp-field-report.ts";
 import type { ImportResult } from "./import-result.ts";
 
 export function renderPools(result: ImportResult, format: "yaml" | "json"): string {
-  const items = [...result.pools, ...result.bgpPeers];
+  const items = [...result.pools, ...result.bgpPeers, ...result.bgpAdvertisements];
   if (format === "json") return `${JSON.stringify({ apiVersion: "v1", kind: "List", items }, null, 2)}\n`;
   return items.map((p) => `---\n${stringify(p)}`).join("");
 }
@@ -37,29 +39,7 @@ export function renderReport(result: ImportResult): string {
       `  ${p.metadata.name} ← ${p.metadata.annotations["passlb.io/imported-from"]}: ${p.spec.addresses.join(", ")} (${traits.join(", ")})`,
     );
   }
-  if (result.bgpPeers.length > 0) {
-    const n = result.bgpPeers.length;
-    out.push(`passlb import: ${n} LoadBalancerBGPPeer${n === 1 ? "" : "s"}`);
-  }
-  for (const p of result.bgpPeers) {
-    const s = p.spec;
-    const bfd =
-      s.bfd?.enabled === false
-        ? "no BFD"
-        : `BFD ${s.bfd?.receiveInterval}/${s.bfd?.transmitInterval} ms × ${s.bfd?.detectMultiplier}`;
-    const family = s.ipv4 ?? s.ipv6;
-    const traits = [
-      `AS ${s.myASN} → ${s.peerASN}`,
-      `hold ${s.holdTime}`,
-      bfd,
-      ...(family?.communities ? [`communities ${family.communities.join(" ")}`] : []),
-      ...(family?.localPref !== undefined ? [`localPref ${family.localPref}`] : []),
-      ...(s.nodeSelectors ? [`nodeSelectors ${JSON.stringify(s.nodeSelectors)}`] : []),
-    ];
-    out.push(
-      `  ${p.metadata.name} ← ${p.metadata.annotations["passlb.io/imported-from"]}: ${s.peerAddress}${s.peerPort ? ` port ${s.peerPort}` : ""} (${traits.join(", ")})`,
-    );
-  }
+  out.push(...bgpLines(result));
   if (result.notes.length > 0) {
     out.push("", "Not carried over as is:");
     for (const n of result.notes) out.push(`  ${n.kind}: ${n.subject}: ${n.message}`);
@@ -85,4 +65,55 @@ export function renderReport(result: ImportResult): string {
   out.push("", "Cut-over order:");
   for (const [i, step] of result.cutover.entries()) out.push(`  ${i + 1}. ${step}`);
   return `${out.join("\n")}\n`;
+}
+
+/** The BGP objects, one line each (never a password), and every BGP field's outcome. */
+function bgpLines(result: ImportResult): string[] {
+  const out: string[] = [];
+  const count = (n: number, kind: string) => `passlb import: ${n} ${kind}${n === 1 ? "" : "s"}`;
+  if (result.bgpPeers.length > 0) out.push(count(result.bgpPeers.length, "LoadBalancerBGPPeer"));
+  for (const p of result.bgpPeers) {
+    // biome-ignore lint/suspicious/noExplicitAny: the spec as written, read for the summary
+    const s = p.spec as Record<string, any>;
+    const bfd =
+      s.bfd?.enabled === false
+        ? "no BFD"
+        : `BFD ${s.bfd?.receiveInterval}/${s.bfd?.transmitInterval} ms × ${s.bfd?.detectMultiplier}`;
+    const traits = [
+      `AS ${s.localASN ?? s.myASN} → ${s.peerASN ?? s.dynamicASN}`,
+      `hold ${s.holdTime}`,
+      bfd,
+      ...(s.password !== undefined ? ["MD5 (inline key)"] : []),
+      ...(s.passwordSecret ? [`MD5 from Secret ${s.passwordSecret.namespace}/${s.passwordSecret.name}`] : []),
+      ...(s.ebgpMultiHop ? ["multihop"] : []),
+      ...(s.sourceAddress ? [`source ${s.sourceAddress}`] : []),
+      ...(s.enableGracefulRestart ? ["graceful restart"] : []),
+      ...(s.vrf ? [`vrf ${s.vrf}`] : []),
+      ...(s.dualStackAddressFamily ? ["dual stack"] : []),
+      ...(s.nodeSelectors ? [`nodeSelectors ${JSON.stringify(s.nodeSelectors)}`] : []),
+    ];
+    out.push(
+      `  ${p.metadata.name} ← ${p.metadata.annotations["passlb.io/imported-from"]}: ${s.peerAddress}${s.peerPort ? ` port ${s.peerPort}` : ""} (${traits.join(", ")})`,
+    );
+  }
+  if (result.bgpAdvertisements.length > 0)
+    out.push(count(result.bgpAdvertisements.length, "LoadBalancerBGPAdvertisement"));
+  for (const a of result.bgpAdvertisements) {
+    // biome-ignore lint/suspicious/noExplicitAny: the spec as written, read for the summary
+    const s = a.spec as Record<string, any>;
+    const traits = [
+      `pools ${s.ipAddressPools?.join(" ") ?? (s.ipAddressPoolSelectors ? "by selector" : "all")}`,
+      `peers ${s.peers?.join(" ") || "all"}`,
+      ...(s.aggregationLength !== undefined ? [`/${s.aggregationLength}`] : []),
+      ...(s.aggregationLengthV6 !== undefined ? [`/${s.aggregationLengthV6} (IPv6)`] : []),
+      ...(s.communities ? [`communities ${s.communities.join(" ")}`] : []),
+      ...(s.localPref !== undefined ? [`localPref ${s.localPref}`] : []),
+      ...(s.nodeSelectors ? [`nodeSelectors ${JSON.stringify(s.nodeSelectors)}`] : []),
+    ];
+    out.push(
+      `  ${a.metadata.name} ← ${a.metadata.annotations["passlb.io/imported-from"]}: ${traits.join(", ")}`,
+    );
+  }
+  out.push(...renderFieldOutcomes(result.bgpFields));
+  return out;
 }

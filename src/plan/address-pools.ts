@@ -3,7 +3,7 @@
  * address, which pools a Service may draw from and in what order, and how big a pool is.
  * Pure. Pool semantics follow MetalLB's IPAddressPool (CIDRs and ranges, autoAssign,
  * avoidBuggyIPs, serviceAllocation), with Cilium's first/last reservation and kube-vip's
- * implicit sharing for `passlb import` (specs/compat.md §3, §7.4).
+ * implicit sharing for `passlb import` (docs/migrate.md "`passlb import`").
  *
  * Not here: who holds an address (address-ledger.ts) or which address is chosen (ipam.ts).
  */

@@ -1,6 +1,6 @@
 /**
  * Table tests of the request reader and the sharing rules, one table per origin, built from
- * the cases specs/compat.md cites (MetalLB usage docs and controller/service.go, Cilium
+ * the cases from upstream (MetalLB usage docs and controller/service.go, Cilium
  * lb-ipam.rst and service_store.go, kube-vip pkg/utils/ip.go, PureLB allocator.go, OpenELB
  * ipam.go). Each row: annotations (and spec fields) in, the request summary out.
  */

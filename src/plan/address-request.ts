@@ -4,7 +4,7 @@
  * OpenELB (foreign-keys.ts), and `spec.loadBalancerIP` — with where each came from, the
  * foreign keys read and how, and the findings. Pure; reads one Service, nothing else.
  *
- * Rules (specs/compat.md §1, §2):
+ * Rules (docs/migrate.md "What passlb reads on a Service"):
  *   - within one tool the current key beats its older name (MetalLB reads `metallb.io/`
  *     before `metallb.universe.tf/`; Cilium `lbipam.cilium.io/` before `io.cilium/`);
  *   - the address sources are passlb's annotation, each tool's annotation and

@@ -1,11 +1,12 @@
 /**
  * Services written for AKS keep working: their Azure per-port probe annotations
  * (`service.beta.kubernetes.io/port_<p>_health-probe_*` and the global
- * `azure-load-balancer-health-probe-*`, specs/azure-probes.md §3–4) become per-listener
- * health checks, read by the Azure provider's own `azureListenerProbes`, so both views agree.
+ * `azure-load-balancer-health-probe-*`, cloud-provider-azure
+ * `pkg/provider/azure_loadbalancer_healthprobe.go`) become per-listener health checks, read by the Azure
+ * provider's own `azureListenerProbes`, so both views agree.
  *
  * passlb's rules on top: only under externalTrafficPolicy Cluster (under Local the
- * healthCheckNodePort check gates every listener, as the issue and DESIGN.md say — AKS
+ * healthCheckNodePort check gates every listener, as docs/plan.md "The rules" says — AKS
  * since 2023 lets a port that sets health-probe_port keep its own probe; we don't);
  * a listener Azure would leave without a probe (UDP, SCTP, no_probe_rule, a broken
  * annotation) falls back to the node's kube-proxy check rather than being trusted blindly;

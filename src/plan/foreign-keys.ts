@@ -1,7 +1,7 @@
 /**
  * The Service annotations passlb reads, its own and those of MetalLB, Cilium LB-IPAM,
- * kube-vip, PureLB and OpenELB, each with what it means to passlb (specs/compat.md §2).
- * Data only; address-request.ts reads a Service with it.
+ * kube-vip, PureLB and OpenELB, each with what it means to passlb (docs/migrate.md "What passlb reads on a
+ * Service"). Data only; address-request.ts reads a Service with it.
  *
  * Sources, per tool: MetalLB `internal/k8s/controllers/service_controller.go`,
  * `controller/service.go`, `controller/main.go` (deprecated prefix); Cilium

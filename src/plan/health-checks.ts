@@ -1,11 +1,11 @@
 /**
  * The health checks a Service's backends are judged by. Defaults are GKE's
- * (specs/gke-l4.md §4.1–4.2, ingress-gce pkg/l4/healthchecks): externalTrafficPolicy
- * Cluster → HTTP :10256/healthz answered by kube-proxy (interval 8 s, timeout 1 s,
+ * (ingress-gce pkg/l4/healthchecks, cloud-provider-gcp `gce_loadbalancer_external.go` `makeHTTPHealthCheck`):
+ * externalTrafficPolicy Cluster → HTTP :10256/healthz answered by kube-proxy (interval 8 s, timeout 1 s,
  * healthy 1, unhealthy 3); Local → HTTP :healthCheckNodePort/healthz (3 s, 1 s, 1, 2).
  * Under Local the healthCheckNodePort check gates every listener, as both GKE and AKS do
- * (specs/azure-probes.md §3.1); per-listener probes for AKS-written Services come from
- * `azure-listener-checks.ts`.
+ * (cloud-provider-azure `pkg/provider/azure_loadbalancer_healthprobe.go`); per-listener probes for
+ * AKS-written Services come from `azure-listener-checks.ts`.
  */
 import { type HealthCheck, type Listener, listenerKey } from "./load-balancer-plan.ts";
 

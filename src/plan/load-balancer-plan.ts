@@ -1,7 +1,8 @@
 /**
  * LoadBalancerPlan: the one description of what must exist for a Service. Every executor
  * (nftables, userspace proxy, status writer, dashboard, `passlb plan`) consumes it; none
- * re-derives policy. Plain JSON-able data (docs/plan.md documents the schema).
+ * re-derives policy. Plain data; its serialised form is `planJson` (plan-json.ts, the schema
+ * in docs/plan.md).
  */
 import type { Protocol } from "../k8s/objects.ts";
 import type { IpFamily } from "../net/ip.ts";
@@ -120,7 +121,8 @@ export interface LoadBalancerPlan {
   /** every node the Service could use, included or not, sorted by zone then name
    * (built on first read) */
   readonly backends: readonly Backend[];
-  /** the included backends only, same order; not serialised (it repeats `backends`) */
+  /** the included backends only, same order; left out of the JSON view (plan-json.ts: it
+   * repeats `backends`) */
   readonly members: readonly Backend[];
   readonly healthChecks: readonly HealthCheck[];
   readonly weighted: boolean;

@@ -1,11 +1,11 @@
 /**
  * What the planner needs to know about a Node: its zone, its addresses per family, whether
  * it may carry load-balancer traffic at all, and why not. The eligibility rule is the
- * cloud-provider service controller's stable node set (specs/gke-l4.md §2, first row):
- * a deletionTimestamp, the `ToBeDeletedByClusterAutoscaler` taint, or the
- * `node.kubernetes.io/exclude-from-external-load-balancers` label (parsed as a boolean
- * since Kubernetes 1.34, PR #131085) take a node out. Unready nodes stay in: the health
- * check decides (KEP-3458).
+ * cloud-provider service controller's stable node set (k8s.io/cloud-provider
+ * `controllers/service/controller.go` `stableNodeSetPredicates`): a deletionTimestamp, the
+ * `ToBeDeletedByClusterAutoscaler` taint, or the `node.kubernetes.io/exclude-from-external-load-balancers`
+ * label (parsed as a boolean since Kubernetes 1.34, PR #131085) take a node out. Unready nodes stay in: the
+ * health check decides (KEP-3458).
  */
 import type { Node } from "../k8s/objects.ts";
 import { canonicalIp } from "../net/ip.ts";

@@ -3,8 +3,8 @@
  * `spec.allocateLoadBalancerNodePorts: false` (GA 1.24) the API server gives the ports no
  * nodePort. passlb's passthrough modes (ipMode VIP) need none: the packet reaches the node
  * with the VIP as its destination and kube-proxy (or passlb agent) serves the VIP there, as
- * with MetalLB and kube-vip (specs/compat.md §2). The userspace proxy (ipMode Proxy) connects
- * to the nodes' NodePorts, so there a port without one cannot be served. Pure.
+ * with MetalLB and kube-vip (docs/migrate.md "What behaves differently, and why"). The userspace proxy
+ * (ipMode Proxy) connects to the nodes' NodePorts, so there a port without one cannot be served. Pure.
  */
 import type { Service } from "../k8s/objects.ts";
 

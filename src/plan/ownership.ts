@@ -2,9 +2,9 @@
  * Which Services passlb plans: `type: LoadBalancer` with `spec.loadBalancerClass:
  * passlb.io/l4`, with a foreign class passlb was told to accept (`acceptClasses`,
  * `--accept-class`: the class is immutable, so a MetalLB/Cilium/kube-vip/PureLB Service can
- * move only this way — specs/compat.md §0.1, §7.1), or with no class when PasslbConfig says
- * passlb is the default implementation (Kubernetes API: a Service with a class is ignored
- * by every other implementation; one without is the default implementation's). No other
+ * move only this way — docs/migrate.md "Classes: `--accept-class` and `--default-class`"), or with no class
+ * when PasslbConfig says passlb is the default implementation (Kubernetes API: a Service with a class is
+ * ignored by every other implementation; one without is the default implementation's). No other
  * class is ever touched.
  */
 import type { PasslbConfigSpec, Service } from "../k8s/objects.ts";

@@ -3,6 +3,7 @@ import { test } from "node:test";
 import fc from "fast-check";
 import type { EndpointSlice, Node, Service } from "../k8s/objects.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../k8s/snapshot.ts";
+import { planJson } from "./plan-json.ts";
 import { createPlanCache, planSnapshot } from "./planner.ts";
 import { withStatusAddresses } from "./status-vips.ts";
 
@@ -194,4 +195,43 @@ test("vipSource status: VIPs only from status (no pool needed, no allocation); w
   // a non-owned Service without status is not "waiting": it is not passlb's
   const other = { ...b, spec: { ...b.spec, loadBalancerClass: "example.com/other" } };
   assert.deepEqual(withStatusAddresses(snapshot([other], [])).waiting, []);
+});
+
+test("the JSON view: every field of the plan but members, in the order docs/plan.md shows", () => {
+  const foreign: Service = {
+    ...service("api", "Cluster"),
+    metadata: {
+      name: "api",
+      namespace: "ns",
+      annotations: { "metallb.io/loadBalancerIPs": "203.0.113.210" },
+    },
+  };
+  const live: Ep = { node: 1, ready: true, serving: true, terminating: false };
+  const plans = planSnapshot(snapshot([service("a", "Local"), foreign], [slice("a", [live])])).plans;
+  const [local, withKeys] = plans;
+  assert.ok(local && withKeys?.foreignKeys, "a plan without and one with foreign keys");
+  const fields = (foreignKeys: boolean) => [
+    ...["service", "uid", "externalTrafficPolicy", "ipFamilies", "vips"],
+    ...(foreignKeys ? ["foreignKeys"] : []),
+    ...["listeners", "backends", "healthChecks", "weighted", "zonalAffinity", "sessionAffinity"],
+    ...["sourceRanges", "ipMode", "issues"],
+  ];
+  for (const [plan, keys] of [
+    [local, false],
+    [withKeys, true],
+  ] as const) {
+    const view = planJson(plan);
+    assert.deepEqual(Object.keys(view), fields(keys));
+    // nothing of the plan is lost but members, which repeats the included backends
+    assert.deepEqual(
+      Object.keys(plan).filter((k) => !(k in view)),
+      ["members"],
+    );
+    assert.deepEqual(
+      plan.members,
+      plan.backends.filter((b) => b.included),
+    );
+    for (const k of Object.keys(view))
+      assert.equal(view[k as keyof typeof view], plan[k as keyof typeof plan], k);
+  }
 });

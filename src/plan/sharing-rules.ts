@@ -1,6 +1,6 @@
 /**
  * When two Services may hold one address, under the rules of the tool whose key they use
- * (specs/compat.md §0.4, §2). Pure.
+ * (docs/migrate.md "Sharing, under the rules of the tool the key came from"). Pure.
  *
  *   - passlb (`passlb.io/allow-shared-ip`): same key, cluster-wide; no protocol/port pair
  *     twice (TCP/53 and UDP/53 may share). Backends need not match: passlb's data plane

@@ -1,6 +1,7 @@
 /**
  * Stable node subsets for externalTrafficPolicy Cluster above the backend limit — GKE's
- * idea (specs/gke-l4.md §3.2–3.3) with a cheaper hash:
+ * idea (ingress-gce `pkg/neg/syncers/subsets.go` `getSubsetPerZone`, `pickSubsetsMinRemovals`) with a cheaper
+ * hash:
  *   - the wanted count is split across zones smallest-first: zones ordered by ascending
  *     candidate count (ties by name), each zone's quota = remaining ÷ zones left, so small
  *     zones hand their unused quota to larger ones;

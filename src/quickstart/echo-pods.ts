@@ -11,10 +11,10 @@
  */
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { createServer, type Server, type Socket } from "node:net";
-import { decodeProxyV2 } from "../dataplane/userspace/proxy-protocol.ts";
-import { plainAddress, readProxyHeader } from "../dataplane/userspace/tcp-proxy.ts";
 import type { Pod } from "../k8s/objects.ts";
 import { objectKey } from "../k8s/snapshot.ts";
+import { decodeProxyV2 } from "../lb-host/userspace/proxy-protocol.ts";
+import { plainAddress, readProxyHeader } from "../lb-host/userspace/tcp-proxy.ts";
 
 export interface EchoPodSpec {
   /** `namespace/name` */

@@ -28,9 +28,10 @@
 import type { Pod, Service } from "../k8s/objects.ts";
 import { objectKey, type Snapshot } from "../k8s/snapshot.ts";
 import type { Topology, TopologyPod } from "../lab/topology.ts";
-import { cidrContains, cidrRange, type IpAddress, type IpRange, parseCidr, parseIp } from "../net/ip.ts";
+import { cidrContains, type IpAddress, parseCidr } from "../net/ip.ts";
 import type { Finding } from "../plan/load-balancer-plan.ts";
 import { EXCLUDE_LB_LABEL, LEGACY_ZONE_LABEL, ZONE_LABEL } from "../plan/node-facts.ts";
+import { poolRange, safeIp, vipSafe } from "./lab-vip-space.ts";
 
 export const LAB_POOL_V4 = "203.0.113.1-203.0.113.62";
 export const LAB_POOL_V6 = "fd00:10::1-fd00:10::ff";
@@ -62,167 +63,43 @@ export interface LabRewriteOptions {
 
 const HOST_NAME = /^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$/;
 
+/** What the steps of labRewrite append to, and the host names taken so far. */
+interface Walk {
+  readonly snapshot: Snapshot;
+  readonly notes: Finding[];
+  readonly errors: string[];
+  readonly hosts: Set<string>;
+  readonly note: (code: string, subject: string, message: string, severity?: Finding["severity"]) => void;
+}
+
+const zoneOf = (labels: Record<string, string> | undefined) =>
+  labels?.[ZONE_LABEL] ?? labels?.[LEGACY_ZONE_LABEL] ?? NO_ZONE;
+
+/** In steps: zones → client hosts → node hosts → pod hosts → config → Services → assemble. */
 export function labRewrite(snapshot: Snapshot, options: LabRewriteOptions): LabRewrite {
   const notes: Finding[] = [];
-  const errors: string[] = [];
-  const note = (code: string, subject: string, message: string, severity: Finding["severity"] = "warning") =>
-    notes.push({ code, severity, subject, message });
-
-  // zones: a running lab's first, then the config's, then those only Nodes name
-  const zoneOf = (labels: Record<string, string> | undefined) =>
-    labels?.[ZONE_LABEL] ?? labels?.[LEGACY_ZONE_LABEL] ?? NO_ZONE;
-  const zones: string[] = [];
-  const addZone = (z: string) => {
-    if (!zones.includes(z)) zones.push(z);
+  const w: Walk = {
+    snapshot,
+    notes,
+    errors: [],
+    hosts: new Set<string>(["lb"]),
+    note: (code, subject, message, severity = "warning") => notes.push({ code, severity, subject, message }),
   };
-  for (const z of options.zones ?? []) addZone(z);
-  for (const z of snapshot.config.zones) addZone(z.name);
-  for (const n of snapshot.nodes) addZone(zoneOf(n.metadata.labels ?? undefined));
-  for (const z of zones)
-    if (!HOST_NAME.test(z) || z.length > 24)
-      errors.push(`zone ${z}: the lab needs short DNS-label zone names`);
-  if (zones.length > MAX_ZONES) errors.push(`the lab has room for ${MAX_ZONES} zones, not ${zones.length}`);
-
-  const hosts = new Set<string>(["lb"]);
+  const zones = labZones(w, options);
   const clients = new Map<string, string>();
   for (const z of zones) {
     const c = `client-${z}`;
     clients.set(z, c);
-    hosts.add(c);
+    w.hosts.add(c);
   }
-
-  const nodeNames = new Set<string>();
-  const zoneNodes = new Map<string, Topology["zones"][number]["nodes"]>(zones.map((z) => [z, []]));
-  for (const n of snapshot.nodes) {
-    const name = n.metadata.name ?? "";
-    if (!HOST_NAME.test(name) || hosts.has(name)) {
-      errors.push(`Node ${name}: not usable as a lab host name (short DNS label, unique)`);
-      continue;
-    }
-    const zone = zoneOf(n.metadata.labels ?? undefined);
-    if (zone === NO_ZONE)
-      note("lab_zone_assigned", `Node ${name}`, `no zone label: the lab puts it in zone ${NO_ZONE}`);
-    hosts.add(name);
-    nodeNames.add(name);
-    zoneNodes.get(zone)?.push({
-      name,
-      excludeFromLoadBalancers: n.metadata.labels?.[EXCLUDE_LB_LABEL] !== undefined,
-      pods: [],
-    });
-  }
-  for (const [z, list] of zoneNodes)
-    if (list.length > MAX_NODES_PER_ZONE)
-      errors.push(`zone ${z}: the lab has room for ${MAX_NODES_PER_ZONE} nodes a zone, not ${list.length}`);
-
-  let podCount = 0;
-  const nodesByName = new Map([...zoneNodes.values()].flat().map((n) => [n.name, n]));
-  for (const p of snapshot.pods) {
-    const key = objectKey(p.metadata);
-    const subject = `Pod ${key}`;
-    const name = p.metadata.name ?? "";
-    const node = p.spec.nodeName ?? "";
-    const phase = p.status?.phase;
-    if (phase === "Succeeded" || phase === "Failed") continue;
-    if (!nodesByName.has(node)) {
-      note("lab_pod_skipped", subject, `runs on ${node || "no node"}, which is not a lab node`);
-      continue;
-    }
-    if (!HOST_NAME.test(name) || hosts.has(name)) {
-      note("lab_pod_skipped", subject, "its name is not usable as a lab host name (short DNS label, unique)");
-      continue;
-    }
-    const ports = podPorts(p, snapshot.services);
-    if (ports.length === 0) {
-      note("lab_pod_skipped", subject, "no TCP or UDP port to serve (containerPorts or numeric targetPorts)");
-      continue;
-    }
-    hosts.add(name);
-    podCount++;
-    const ready = (p.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
-    const pod: TopologyPod = {
-      name,
-      namespace: p.metadata.namespace ?? "default",
-      labels: { ...(p.metadata.labels ?? {}) },
-      ports,
-      ready,
-      terminating: p.metadata.deletionTimestamp != null,
-    };
-    nodesByName.get(node)!.pods.push(pod);
-  }
-  if (podCount > MAX_PODS) errors.push(`the lab has room for ${MAX_PODS} pods, not ${podCount}`);
-
-  // addresses: config and Services
+  const zoneNodes = labNodes(w, zones);
+  labPods(w, zoneNodes);
   const labClientCidrs = (z: string) => {
     const i = zones.indexOf(z);
     return { IPv4: `192.0.2.${64 * i}/26`, IPv6: `fd00:192:0:${i + 1}::/64` };
   };
-  const originalZones = snapshot.config.zones.map((z) => ({
-    name: z.name,
-    cidrs: z.clientCIDRs.map((c) => parseCidr(c, true)).filter((c) => c !== undefined),
-  }));
-  const config = {
-    ...snapshot.config,
-    pools: snapshot.config.pools.map((pool) => {
-      const addresses: string[] = [];
-      for (const a of pool.addresses) {
-        const range = poolRange(a);
-        const keep = range !== undefined && vipSafe(range);
-        const next = keep ? a : range?.family === "IPv6" || a.includes(":") ? LAB_POOL_V6 : LAB_POOL_V4;
-        if (!keep)
-          note(
-            "lab_pool_rewritten",
-            `pool ${pool.name}`,
-            `${a} is not free lab VIP space: ${next} instead`,
-            "info",
-          );
-        if (!addresses.includes(next)) addresses.push(next);
-      }
-      return { ...pool, addresses };
-    }),
-    zones: snapshot.config.zones.map((z) => ({
-      ...z,
-      clientCIDRs: Object.values(labClientCidrs(z.name)),
-    })),
-  };
-  const safeIp = (text: string) => {
-    const ip = parseIp(text);
-    return ip !== undefined && vipSafe({ family: ip.family, first: ip.value, last: ip.value });
-  };
-  const services = snapshot.services.map((s): Service => {
-    const subject = `Service ${objectKey(s.metadata)}`;
-    const spec = { ...s.spec };
-    if (spec.loadBalancerIP && !safeIp(spec.loadBalancerIP)) {
-      note(
-        "lab_vip_dropped",
-        subject,
-        `loadBalancerIP ${spec.loadBalancerIP} is not free lab VIP space; the pool assigns one`,
-      );
-      delete spec.loadBalancerIP;
-    }
-    if (spec.loadBalancerSourceRanges)
-      spec.loadBalancerSourceRanges = [
-        ...new Set(
-          spec.loadBalancerSourceRanges.flatMap((text) => {
-            const range = parseCidr(text, true);
-            if (!range) return [text];
-            const covered = originalZones.filter((z) =>
-              z.cidrs.some(
-                (c) => c.family === range.family && c.prefix >= range.prefix && cidrContains(range, ipOf(c)),
-              ),
-            );
-            return covered.length === 0 ? [text] : covered.map((z) => labClientCidrs(z.name)[range.family]);
-          }),
-        ),
-      ];
-    const ingress = s.status?.loadBalancer?.ingress;
-    const status = ingress
-      ? {
-          ...s.status,
-          loadBalancer: { ...s.status?.loadBalancer, ingress: ingress.filter((i) => !i.ip || safeIp(i.ip)) },
-        }
-      : s.status;
-    return { ...s, spec, ...(status ? { status } : {}) };
-  });
+  const config = labConfig(w, labClientCidrs);
+  const services = snapshot.services.map((s) => labService(w, s, labClientCidrs));
   const manifests: object[] = [
     ...snapshot.namespaces,
     { apiVersion: "passlb.io/v1alpha1", kind: "PasslbConfig", metadata: { name: "default" }, spec: config },
@@ -235,7 +112,167 @@ export function labRewrite(snapshot: Snapshot, options: LabRewriteOptions): LabR
     lb: { name: "lb" },
     zones: zones.map((z) => ({ name: z, clients: [clients.get(z)!], nodes: zoneNodes.get(z) ?? [] })),
   };
-  return { topology, manifests, services, clients, notes, errors };
+  return { topology, manifests, services, clients, notes, errors: w.errors };
+}
+
+/** A running lab's zones first, then the config's, then those only Nodes name. */
+function labZones(w: Walk, options: LabRewriteOptions): string[] {
+  const zones: string[] = [];
+  const addZone = (z: string) => {
+    if (!zones.includes(z)) zones.push(z);
+  };
+  for (const z of options.zones ?? []) addZone(z);
+  for (const z of w.snapshot.config.zones) addZone(z.name);
+  for (const n of w.snapshot.nodes) addZone(zoneOf(n.metadata.labels ?? undefined));
+  for (const z of zones)
+    if (!HOST_NAME.test(z) || z.length > 24)
+      w.errors.push(`zone ${z}: the lab needs short DNS-label zone names`);
+  if (zones.length > MAX_ZONES) w.errors.push(`the lab has room for ${MAX_ZONES} zones, not ${zones.length}`);
+  return zones;
+}
+
+type ZoneNodes = Map<string, Topology["zones"][number]["nodes"]>;
+
+/** A node host per Node, in its zone. */
+function labNodes(w: Walk, zones: readonly string[]): ZoneNodes {
+  const zoneNodes: ZoneNodes = new Map(zones.map((z) => [z, []]));
+  for (const n of w.snapshot.nodes) {
+    const name = n.metadata.name ?? "";
+    if (!HOST_NAME.test(name) || w.hosts.has(name)) {
+      w.errors.push(`Node ${name}: not usable as a lab host name (short DNS label, unique)`);
+      continue;
+    }
+    const zone = zoneOf(n.metadata.labels ?? undefined);
+    if (zone === NO_ZONE)
+      w.note("lab_zone_assigned", `Node ${name}`, `no zone label: the lab puts it in zone ${NO_ZONE}`);
+    w.hosts.add(name);
+    zoneNodes.get(zone)?.push({
+      name,
+      excludeFromLoadBalancers: n.metadata.labels?.[EXCLUDE_LB_LABEL] !== undefined,
+      pods: [],
+    });
+  }
+  for (const [z, list] of zoneNodes)
+    if (list.length > MAX_NODES_PER_ZONE)
+      w.errors.push(`zone ${z}: the lab has room for ${MAX_NODES_PER_ZONE} nodes a zone, not ${list.length}`);
+  return zoneNodes;
+}
+
+/** A pod host per running Pod on a lab node that has a port to serve, added to its node. */
+function labPods(w: Walk, zoneNodes: ZoneNodes): void {
+  let podCount = 0;
+  const nodesByName = new Map([...zoneNodes.values()].flat().map((n) => [n.name, n]));
+  for (const p of w.snapshot.pods) {
+    const subject = `Pod ${objectKey(p.metadata)}`;
+    const name = p.metadata.name ?? "";
+    const node = p.spec.nodeName ?? "";
+    const phase = p.status?.phase;
+    if (phase === "Succeeded" || phase === "Failed") continue;
+    if (!nodesByName.has(node)) {
+      w.note("lab_pod_skipped", subject, `runs on ${node || "no node"}, which is not a lab node`);
+      continue;
+    }
+    if (!HOST_NAME.test(name) || w.hosts.has(name)) {
+      w.note(
+        "lab_pod_skipped",
+        subject,
+        "its name is not usable as a lab host name (short DNS label, unique)",
+      );
+      continue;
+    }
+    const ports = podPorts(p, w.snapshot.services);
+    if (ports.length === 0) {
+      w.note(
+        "lab_pod_skipped",
+        subject,
+        "no TCP or UDP port to serve (containerPorts or numeric targetPorts)",
+      );
+      continue;
+    }
+    w.hosts.add(name);
+    podCount++;
+    const ready = (p.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+    const pod: TopologyPod = {
+      name,
+      namespace: p.metadata.namespace ?? "default",
+      labels: { ...(p.metadata.labels ?? {}) },
+      ports,
+      ready,
+      terminating: p.metadata.deletionTimestamp != null,
+    };
+    nodesByName.get(node)!.pods.push(pod);
+  }
+  if (podCount > MAX_PODS) w.errors.push(`the lab has room for ${MAX_PODS} pods, not ${podCount}`);
+}
+
+type LabClientCidrs = (zone: string) => { IPv4: string; IPv6: string };
+
+/** Pools kept when in free lab VIP space, else the lab's pool; zones get the lab's client ranges. */
+function labConfig(w: Walk, labClientCidrs: LabClientCidrs): Snapshot["config"] {
+  const config = w.snapshot.config;
+  return {
+    ...config,
+    pools: config.pools.map((pool) => {
+      const addresses: string[] = [];
+      for (const a of pool.addresses) {
+        const range = poolRange(a);
+        const keep = range !== undefined && vipSafe(range);
+        const next = keep ? a : range?.family === "IPv6" || a.includes(":") ? LAB_POOL_V6 : LAB_POOL_V4;
+        if (!keep)
+          w.note(
+            "lab_pool_rewritten",
+            `pool ${pool.name}`,
+            `${a} is not free lab VIP space: ${next} instead`,
+            "info",
+          );
+        if (!addresses.includes(next)) addresses.push(next);
+      }
+      return { ...pool, addresses };
+    }),
+    zones: config.zones.map((z) => ({ ...z, clientCIDRs: Object.values(labClientCidrs(z.name)) })),
+  };
+}
+
+/** loadBalancerIP and status VIPs outside free lab space dropped; source ranges mapped to lab zones. */
+function labService(w: Walk, s: Service, labClientCidrs: LabClientCidrs): Service {
+  const subject = `Service ${objectKey(s.metadata)}`;
+  const spec = { ...s.spec };
+  if (spec.loadBalancerIP && !safeIp(spec.loadBalancerIP)) {
+    w.note(
+      "lab_vip_dropped",
+      subject,
+      `loadBalancerIP ${spec.loadBalancerIP} is not free lab VIP space; the pool assigns one`,
+    );
+    delete spec.loadBalancerIP;
+  }
+  if (spec.loadBalancerSourceRanges) {
+    const originalZones = w.snapshot.config.zones.map((z) => ({
+      name: z.name,
+      cidrs: z.clientCIDRs.map((c) => parseCidr(c, true)).filter((c) => c !== undefined),
+    }));
+    spec.loadBalancerSourceRanges = [
+      ...new Set(
+        spec.loadBalancerSourceRanges.flatMap((text) => {
+          const range = parseCidr(text, true);
+          if (!range) return [text];
+          const covered = originalZones.filter((z) =>
+            z.cidrs.some(
+              (c) => c.family === range.family && c.prefix >= range.prefix && cidrContains(range, ipOf(c)),
+            ),
+          );
+          return covered.length === 0 ? [text] : covered.map((z) => labClientCidrs(z.name)[range.family]);
+        }),
+      ),
+    ];
+  }
+  const ingress = s.status?.loadBalancer?.ingress;
+  const status = ingress
+    ? {
+        ...s.status,
+        loadBalancer: { ...s.status?.loadBalancer, ingress: ingress.filter((i) => !i.ip || safeIp(i.ip)) },
+      }
+    : s.status;
+  return { ...s, spec, ...(status ? { status } : {}) };
 }
 
 function ipOf(c: { family: IpAddress["family"]; base: bigint }): IpAddress {
@@ -265,33 +302,4 @@ function podPorts(pod: Pod, services: readonly Service[]): TopologyPod["ports"] 
     }
   }
   return out;
-}
-
-function poolRange(text: string): IpRange | undefined {
-  if (text.includes("/")) {
-    const c = parseCidr(text, true);
-    return c ? cidrRange(c) : undefined;
-  }
-  const [a, b] = text.split("-").map((x) => x.trim());
-  const first = a ? parseIp(a) : undefined;
-  const last = b ? parseIp(b) : first;
-  if (!first || !last || first.family !== last.family) return undefined;
-  return { family: first.family, first: first.value, last: last.value };
-}
-
-const v4 = (text: string) => parseIp(text)!.value;
-const v6cidr = (text: string) => cidrRange(parseCidr(text)!);
-/** where VIPs may live in the lab: documentation/ULA space no lab host uses */
-const FREE_V4: readonly (readonly [bigint, bigint])[] = [
-  [v4("203.0.113.1"), v4("203.0.113.63")],
-  [v4("203.0.113.128"), v4("203.0.113.254")],
-];
-const ULA = v6cidr("fd00::/8");
-const LAB_V6: readonly IpRange[] = ["fd00:192::/32", "fd00:198::/32", "fd00:203::/32"].map(v6cidr);
-
-function vipSafe(r: IpRange): boolean {
-  if (r.first > r.last) return false;
-  if (r.family === "IPv4") return FREE_V4.some(([lo, hi]) => r.first >= lo && r.last <= hi);
-  if (r.first < ULA.first || r.last > ULA.last) return false;
-  return !LAB_V6.some((l) => r.first <= l.last && r.last >= l.first);
 }

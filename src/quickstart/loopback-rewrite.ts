@@ -67,191 +67,200 @@ function loopbackPool(text: string): string | undefined {
 
 const defined = <T>(x: T | undefined): x is T => x !== undefined;
 
-export function loopbackSnapshot(snapshot: Snapshot): { snapshot: Snapshot; notes: RewriteNote[] } {
-  const notes: RewriteNote[] = [];
-  const seen = new Map<string, string>();
-  const claim = (loop: string | undefined, original: string, subject: string): string | undefined => {
+/** What the per-kind rewrites share: the notes, the addresses claimed so far, whether IPv6 was dropped. */
+class Rewrite {
+  readonly notes: RewriteNote[] = [];
+  droppedV6 = false;
+  private readonly seen = new Map<string, string>();
+
+  /** a node or pod address: two originals on one loopback address are a collision */
+  claim(loop: string | undefined, original: string, subject: string): string | undefined {
     if (loop === undefined) return undefined;
-    const prior = seen.get(loop);
+    const prior = this.seen.get(loop);
     if (prior !== undefined && prior !== original)
-      notes.push({
+      this.notes.push({
         code: "loopback_address_collision",
         severity: "warning",
         subject,
         message: `${original} and ${prior} both map to ${loop}`,
       });
-    else seen.set(loop, original);
+    else this.seen.set(loop, original);
     return loop;
-  };
-  let droppedV6 = false;
-  const v4 = (a: string) => {
+  }
+
+  /** whether an address is IPv4 (kept); an IPv6 one is dropped and remembered */
+  v4(a: string): boolean {
     const ok = parseIp(a)?.family === "IPv4";
-    if (!ok) droppedV6 = true;
+    if (!ok) this.droppedV6 = true;
     return ok;
-  };
-  const port = (p: number, subject: string): number => {
+  }
+
+  /** a Service port, shifted when privileged, with a note */
+  port(p: number, subject: string): number {
     const q = loopbackPort(p);
     if (q !== p)
-      notes.push({
+      this.notes.push({
         code: "loopback_port_shifted",
         severity: "info",
         subject,
         message: `port ${p} is served on ${q}`,
       });
     return q;
-  };
+  }
+}
 
-  const config = {
-    ...snapshot.config,
-    pools: snapshot.config.pools.map((p) => ({
+/** In steps, one per kind: config → Services → Nodes → Pods → EndpointSlices → Endpoints. */
+export function loopbackSnapshot(snapshot: Snapshot): { snapshot: Snapshot; notes: RewriteNote[] } {
+  const r = new Rewrite();
+  const config = loopbackConfig(snapshot.config);
+  const services = snapshot.services.map((s) => loopbackService(r, s));
+  const nodes = snapshot.nodes.map((n) => loopbackNode(r, n));
+  const pods = snapshot.pods.map((p) => loopbackPod(r, p));
+  const endpointSlices = snapshot.endpointSlices
+    .filter((s) => {
+      if (s.addressType === "IPv6") r.droppedV6 = true;
+      return s.addressType !== "IPv6";
+    })
+    .map(loopbackSlice);
+  // the note is decided before the legacy Endpoints are read, as it always was
+  if (r.droppedV6)
+    r.notes.push({
+      code: "loopback_ipv6_dropped",
+      severity: "info",
+      subject: "loopback",
+      message: "IPv6 addresses are dropped on loopback; dual-stack Services run IPv4 only",
+    });
+  const endpoints = snapshot.endpoints.map((e) => loopbackEndpoints(r, e));
+  return {
+    snapshot: { ...snapshot, config, services, nodes, pods, endpointSlices, endpoints },
+    notes: r.notes,
+  };
+}
+
+function loopbackConfig(config: Snapshot["config"]): Snapshot["config"] {
+  return {
+    ...config,
+    pools: config.pools.map((p) => ({
       ...p,
       addresses: p.addresses
         .filter((a) => !a.includes(":"))
         .map(loopbackPool)
         .filter(defined),
     })),
-    zones: snapshot.config.zones.map((z) => ({
+    zones: config.zones.map((z) => ({
       ...z,
       clientCIDRs: z.clientCIDRs.map((c) => loopbackCidr(c, "client")).filter(defined),
     })),
   };
+}
 
-  const services = snapshot.services.map((s): Service => {
-    const subject = `Service ${objectKey(s.metadata)}`;
-    const spec = { ...s.spec };
-    if (spec.type === "LoadBalancer" || spec.type === "NodePort") {
-      spec.ports = spec.ports.map((p) => ({
-        ...p,
-        port: spec.type === "LoadBalancer" ? port(p.port, subject) : p.port,
-        ...(typeof p.targetPort === "number" ? { targetPort: loopbackPort(p.targetPort) } : {}),
-      }));
-    }
-    if (spec.ipFamilies) spec.ipFamilies = spec.ipFamilies.filter((f) => f === "IPv4");
-    if (spec.ipFamilyPolicy && spec.ipFamilyPolicy !== "SingleStack") {
-      spec.ipFamilyPolicy = "SingleStack";
-      droppedV6 = true;
-    }
-    if (spec.loadBalancerIP) spec.loadBalancerIP = loopbackAddress(spec.loadBalancerIP, "vip") ?? "";
-    if (spec.loadBalancerSourceRanges)
-      spec.loadBalancerSourceRanges = spec.loadBalancerSourceRanges
-        .map((c) => loopbackCidr(c, "client"))
-        .filter(defined);
-    const ingress = s.status?.loadBalancer?.ingress;
-    const status = ingress
+function loopbackService(r: Rewrite, s: Service): Service {
+  const subject = `Service ${objectKey(s.metadata)}`;
+  const spec = { ...s.spec };
+  if (spec.type === "LoadBalancer" || spec.type === "NodePort") {
+    spec.ports = spec.ports.map((p) => ({
+      ...p,
+      port: spec.type === "LoadBalancer" ? r.port(p.port, subject) : p.port,
+      ...(typeof p.targetPort === "number" ? { targetPort: loopbackPort(p.targetPort) } : {}),
+    }));
+  }
+  if (spec.ipFamilies) spec.ipFamilies = spec.ipFamilies.filter((f) => f === "IPv4");
+  if (spec.ipFamilyPolicy && spec.ipFamilyPolicy !== "SingleStack") {
+    spec.ipFamilyPolicy = "SingleStack";
+    r.droppedV6 = true;
+  }
+  if (spec.loadBalancerIP) spec.loadBalancerIP = loopbackAddress(spec.loadBalancerIP, "vip") ?? "";
+  if (spec.loadBalancerSourceRanges)
+    spec.loadBalancerSourceRanges = spec.loadBalancerSourceRanges
+      .map((c) => loopbackCidr(c, "client"))
+      .filter(defined);
+  const ingress = s.status?.loadBalancer?.ingress;
+  const status = ingress
+    ? {
+        ...s.status,
+        loadBalancer: {
+          ...s.status?.loadBalancer,
+          ingress: ingress
+            .filter((i) => i.ip === undefined || r.v4(i.ip))
+            .map((i) => (i.ip ? { ...i, ip: loopbackAddress(i.ip, "vip")! } : i)),
+        },
+      }
+    : s.status;
+  return { ...s, spec, ...(status ? { status } : {}) };
+}
+
+function loopbackNode(r: Rewrite, n: Node): Node {
+  const addresses = n.status?.addresses;
+  if (!addresses) return n;
+  const subject = `Node ${n.metadata.name ?? ""}`;
+  return {
+    ...n,
+    status: {
+      ...n.status,
+      addresses: addresses
+        .filter((a) => (a.type === "InternalIP" || a.type === "ExternalIP" ? r.v4(a.address) : true))
+        .map((a) =>
+          a.type === "InternalIP" || a.type === "ExternalIP"
+            ? { ...a, address: r.claim(loopbackAddress(a.address, "node"), a.address, subject)! }
+            : a,
+        ),
+    },
+  };
+}
+
+function loopbackPod(r: Rewrite, p: Pod): Pod {
+  const st = p.status;
+  const subject = `Pod ${objectKey(p.metadata)}`;
+  const spec = {
+    ...p.spec,
+    containers: p.spec.containers.map((c) => ({
+      ...c,
+      ...(c.ports
+        ? { ports: c.ports.map((cp) => ({ ...cp, containerPort: loopbackPort(cp.containerPort) })) }
+        : {}),
+    })),
+  };
+  if (!st) return { ...p, spec };
+  const podIP =
+    st.podIP && r.v4(st.podIP) ? r.claim(loopbackAddress(st.podIP, "pod"), st.podIP, subject) : undefined;
+  const podIPs = st.podIPs
+    ?.filter((i) => r.v4(i.ip))
+    .map((i) => ({ ...i, ip: loopbackAddress(i.ip, "pod")! }));
+  const status = { ...st, ...(podIP ? { podIP } : {}), ...(podIPs ? { podIPs } : {}) };
+  if (!podIP) delete status.podIP;
+  return { ...p, spec, status };
+}
+
+function loopbackSlice(s: EndpointSlice): EndpointSlice {
+  return {
+    ...s,
+    ...(s.ports
+      ? { ports: s.ports.map((p) => (typeof p.port === "number" ? { ...p, port: loopbackPort(p.port) } : p)) }
+      : {}),
+    ...(s.endpoints
       ? {
-          ...s.status,
-          loadBalancer: {
-            ...s.status?.loadBalancer,
-            ingress: ingress
-              .filter((i) => i.ip === undefined || v4(i.ip))
-              .map((i) => (i.ip ? { ...i, ip: loopbackAddress(i.ip, "vip")! } : i)),
-          },
+          endpoints: s.endpoints.map((e) => ({
+            ...e,
+            addresses: e.addresses.map((a) => loopbackAddress(a, "pod")).filter(defined),
+          })),
         }
-      : s.status;
-    return { ...s, spec, ...(status ? { status } : {}) };
-  });
+      : {}),
+  };
+}
 
-  const nodes = snapshot.nodes.map((n): Node => {
-    const addresses = n.status?.addresses;
-    if (!addresses) return n;
-    const subject = `Node ${n.metadata.name ?? ""}`;
-    return {
-      ...n,
-      status: {
-        ...n.status,
-        addresses: addresses
-          .filter((a) => (a.type === "InternalIP" || a.type === "ExternalIP" ? v4(a.address) : true))
-          .map((a) =>
-            a.type === "InternalIP" || a.type === "ExternalIP"
-              ? { ...a, address: claim(loopbackAddress(a.address, "node"), a.address, subject)! }
-              : a,
-          ),
-      },
-    };
-  });
-
-  const pods = snapshot.pods.map((p): Pod => {
-    const st = p.status;
-    const subject = `Pod ${objectKey(p.metadata)}`;
-    const spec = {
-      ...p.spec,
-      containers: p.spec.containers.map((c) => ({
-        ...c,
-        ...(c.ports
-          ? { ports: c.ports.map((cp) => ({ ...cp, containerPort: loopbackPort(cp.containerPort) })) }
-          : {}),
-      })),
-    };
-    if (!st) return { ...p, spec };
-    const podIP =
-      st.podIP && v4(st.podIP) ? claim(loopbackAddress(st.podIP, "pod"), st.podIP, subject) : undefined;
-    const podIPs = st.podIPs
-      ?.filter((i) => v4(i.ip))
-      .map((i) => ({ ...i, ip: loopbackAddress(i.ip, "pod")! }));
-    const status = { ...st, ...(podIP ? { podIP } : {}), ...(podIPs ? { podIPs } : {}) };
-    if (!podIP) delete status.podIP;
-    return { ...p, spec, status };
-  });
-
-  const endpointSlices = snapshot.endpointSlices
-    .filter((s) => {
-      if (s.addressType === "IPv6") droppedV6 = true;
-      return s.addressType !== "IPv6";
-    })
-    .map(
-      (s): EndpointSlice => ({
-        ...s,
-        ...(s.ports
-          ? {
-              ports: s.ports.map((p) =>
-                typeof p.port === "number" ? { ...p, port: loopbackPort(p.port) } : p,
-              ),
-            }
-          : {}),
-        ...(s.endpoints
-          ? {
-              endpoints: s.endpoints.map((e) => ({
-                ...e,
-                addresses: e.addresses.map((a) => loopbackAddress(a, "pod")).filter(defined),
-              })),
-            }
-          : {}),
-      }),
-    );
-
-  if (droppedV6)
-    notes.push({
-      code: "loopback_ipv6_dropped",
-      severity: "info",
-      subject: "loopback",
-      message: "IPv6 addresses are dropped on loopback; dual-stack Services run IPv4 only",
-    });
-  const endpoints = snapshot.endpoints.map((e) => ({
+function loopbackEndpoints(r: Rewrite, e: Snapshot["endpoints"][number]): Snapshot["endpoints"][number] {
+  const addresses = <A extends { ip: string }>(list: readonly A[]): A[] =>
+    list.filter((a) => r.v4(a.ip)).map((a) => ({ ...a, ip: loopbackAddress(a.ip, "pod")! }));
+  return {
     ...e,
     ...(e.subsets
       ? {
           subsets: e.subsets.map((sub) => ({
             ...sub,
-            ...(sub.addresses
-              ? {
-                  addresses: sub.addresses
-                    .filter((a) => v4(a.ip))
-                    .map((a) => ({ ...a, ip: loopbackAddress(a.ip, "pod")! })),
-                }
-              : {}),
-            ...(sub.notReadyAddresses
-              ? {
-                  notReadyAddresses: sub.notReadyAddresses
-                    .filter((a) => v4(a.ip))
-                    .map((a) => ({ ...a, ip: loopbackAddress(a.ip, "pod")! })),
-                }
-              : {}),
+            ...(sub.addresses ? { addresses: addresses(sub.addresses) } : {}),
+            ...(sub.notReadyAddresses ? { notReadyAddresses: addresses(sub.notReadyAddresses) } : {}),
           })),
         }
       : {}),
-  }));
-  return {
-    snapshot: { ...snapshot, config, services, nodes, pods, endpointSlices, endpoints },
-    notes,
   };
 }

@@ -1,7 +1,7 @@
 /**
  * Adapter: everything `passlb up` runs in one process, for a folder of manifests — the
- * echo pods, one userspace node proxy (agent) per node with the agent's kube-proxy-compatible
- * health servers (src/health/health-servers.ts: /healthz, /livez, healthCheckNodePorts),
+ * echo pods, one node agent per node (quickstart-agent.ts: a NodeAgent with the userspace
+ * node proxy and kube-proxy-compatible health servers: /healthz, /livez, healthCheckNodePorts),
  * the health prober and the userspace LB — after the loopback rewrite (loopback-rewrite.ts). The folder is polled:
  * when a file changes, the whole folder is read again and every part is brought to the new
  * desired state (level-triggered); input with problems keeps the last good state running.
@@ -11,17 +11,13 @@
  * Deliberately not here: the terminal, signals, the lock — up-command.ts does those.
  */
 import { manifestSignature } from "../cluster/watch-manifests.ts";
-import { serviceForwarding } from "../dataplane/forwarding-state.ts";
-import { nodePortRoutes } from "../dataplane/userspace/node-port-routes.ts";
-import { NodeProxy } from "../dataplane/userspace/node-proxy.ts";
-import type { TcpPlumbingChoice } from "../dataplane/userspace/tcp-plumbing.ts";
-import { type LbEvent, UserspaceLb } from "../dataplane/userspace/userspace-lb.ts";
-import { realClock } from "../health/clock.ts";
-import { HealthServers } from "../health/health-servers.ts";
-import { agentHealthModel } from "../health/state-agent-model.ts";
+import { serviceForwarding } from "../forwarding/forwarding-state.ts";
+import { ProberHealth } from "../health/prober-health.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
+import type { TcpPlumbingChoice } from "../lb-host/userspace/tcp-plumbing.ts";
+import { type LbEvent, UserspaceLb } from "../lb-host/userspace/userspace-lb.ts";
 import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
-import type { Finding, LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
+import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import type { Observer } from "../web/observer.ts";
 import { poolUsage } from "../web/pool-usage.ts";
@@ -29,7 +25,7 @@ import { EchoPods, echoPodSpecs } from "./echo-pods.ts";
 import { readFolderSnapshot } from "./folder-snapshot.ts";
 import type { LiveService, LiveState } from "./live-view.ts";
 import { loopbackSnapshot, type RewriteNote } from "./loopback-rewrite.ts";
-import { ProberHealth } from "./prober-health.ts";
+import { QuickstartAgent } from "./quickstart-agent.ts";
 import { RecentConnections } from "./recent-connections.ts";
 
 export interface QuickstartOptions {
@@ -57,19 +53,9 @@ export interface QuickstartStart {
 }
 
 const MAX_EVENTS = 6;
-/** kube-proxy's health port (--healthz-bind-address :10256), on each node's loopback address */
-const PROXY_HEALTHZ_PORT = 10256;
 /** the agents' health answers go stale (503) this long after the folder was last applied,
  * as kube-proxy's do after 2 × its sync period; the folder poll refreshes them */
 const HEALTH_TIMEOUT_MS = 60_000;
-
-interface Agent {
-  readonly proxy: NodeProxy;
-  readonly health: HealthServers;
-  readonly address: string;
-  /** bind failures reported by the health servers since the last update */
-  readonly failures: Finding[];
-}
 
 export class QuickstartRun {
   readonly #o: QuickstartOptions;
@@ -78,7 +64,7 @@ export class QuickstartRun {
   readonly #lb: UserspaceLb;
   readonly #prober: ProberHealth;
   readonly #pods = new EchoPods();
-  readonly #agents = new Map<string, Agent>();
+  readonly #agents = new Map<string, QuickstartAgent>();
   readonly #stopped = new Set<string>();
   readonly #recent: RecentConnections;
   readonly #cache = createPlanCache();
@@ -145,8 +131,7 @@ export class QuickstartRun {
       this.#stopped.add(node);
       const a = this.#agents.get(node);
       this.#agents.delete(node);
-      await a?.proxy.close();
-      await a?.health.close();
+      await a?.stop();
       this.#event(`agent on ${node} stopped`, "agent_stopped", "warning");
     });
   }
@@ -170,7 +155,7 @@ export class QuickstartRun {
     await this.#busy.catch(() => {});
     await this.#prober.close();
     await this.#lb.close();
-    await Promise.all([...this.#agents.values()].flatMap((a) => [a.proxy.close(), a.health.close()]));
+    await Promise.all([...this.#agents.values()].map((a) => a.stop()));
     this.#agents.clear();
     await this.#pods.close();
   }
@@ -258,12 +243,12 @@ export class QuickstartRun {
     const sig = await manifestSignature([this.#o.dir]).catch(() => "");
     if (!force && sig === this.#signature) {
       // the agents' rules still match the folder: a successful sync, as kube-proxy's periodic one
-      for (const a of this.#agents.values()) a.health.markUpdated("IPv4");
+      for (const a of this.#agents.values()) a.synced();
       return;
     }
     const loaded = await this.#load();
     if (!loaded.snapshot) {
-      for (const a of this.#agents.values()) a.health.markQueued("IPv4");
+      for (const a of this.#agents.values()) a.queued();
       this.#event(
         `folder has problems; keeping the last good state: ${loaded.errors[0] ?? ""}`,
         "input_read",
@@ -314,43 +299,28 @@ export class QuickstartRun {
     for (const [name, a] of this.#agents)
       if (wanted.get(name) !== a.address) {
         this.#agents.delete(name);
-        await a.proxy.close();
-        await a.health.close();
+        await a.stop();
       }
     for (const [name, address] of wanted) {
       let a = this.#agents.get(name);
       if (!a) {
-        const proxy = new NodeProxy({
+        a = new QuickstartAgent({
           node: name,
           address,
           seed: this.#seed,
-          acceptProxyProtocol: true,
-          sendProxyProtocol: true,
+          healthTimeoutMs: HEALTH_TIMEOUT_MS,
           udpIdleMs: this.#o.udpIdleMs ?? 30_000,
           now: this.#now,
-          onEvent: (e) => {
+          onProxyEvent: (e) => {
             if ((e.kind === "connection" || e.kind === "flow") && e.pod)
               this.#recent.record(e.service, e.pod, this.#now());
           },
+          onFinding: (f) => this.#o.observer?.finding(f),
         });
-        const failures: Finding[] = [];
-        const health = new HealthServers({
-          clock: realClock(),
-          healthz: { host: address, port: PROXY_HEALTHZ_PORT },
-          serviceHost: address,
-          healthTimeoutMs: HEALTH_TIMEOUT_MS,
-          onFinding: (f) => {
-            failures.push(f);
-            this.#o.observer?.finding(f);
-          },
-        });
-        a = { proxy, health, address, failures };
+        await a.start();
         this.#agents.set(name, a);
       }
-      errors.push(...(await a.proxy.update(nodePortRoutes(snapshot, name))));
-      await a.health.update(agentHealthModel(snapshot, name));
-      a.health.markUpdated("IPv4");
-      errors.push(...a.failures.splice(0).map((f) => `${f.subject}: ${f.message}`));
+      errors.push(...(await a.apply(snapshot)));
     }
     return errors;
   }

@@ -6,9 +6,9 @@
  * takes new connections on some listener now (fail-open counts).
  *
  * Pure; shared by the metrics gauges and the dashboard view so both say the same thing.
- * Semantics of health and weight are forwarding-state.ts's (DESIGN.md "Semantics").
+ * Semantics of health and weight are forwarding-state.ts's (docs/dataplane-nftables.md "What is in the table").
  */
-import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
+import type { HealthLookup, ServiceForwarding } from "../forwarding/forwarding-state.ts";
 import type { BackendReason } from "../plan/load-balancer-plan.ts";
 
 export type BackendState = "healthy" | "unhealthy" | "unknown" | "excluded";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { type Answer, httpGet } from "../../test/health/net-helpers.ts";
 import { webPlans } from "../../test/support/web-fixture.ts";
-import { serviceForwarding } from "../dataplane/forwarding-state.ts";
+import { serviceForwarding } from "../forwarding/forwarding-state.ts";
 import { DashboardServer } from "./dashboard-server.ts";
 import { dashboardState } from "./dashboard-state.ts";
 import { Metrics } from "./metrics.ts";

@@ -54,7 +54,7 @@ const CSP =
 function loadPage(): string {
   const candidates = [
     new URL("./assets/dashboard.html", import.meta.url),
-    new URL("../../src/web/assets/dashboard.html", import.meta.url),
+    new URL("./assets/dashboard.html", import.meta.url),
   ];
   for (const url of candidates) {
     try {

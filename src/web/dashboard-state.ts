@@ -15,9 +15,9 @@
  */
 import type { AnnouncerStatus } from "../announce/announcer.ts";
 import type { KubeApiReport } from "../cluster/kube-api-health.ts";
-import { type Forward, memberPaths } from "../dataplane/encap.ts";
-import type { HealthLookup, ListenerForwarding, ServiceForwarding } from "../dataplane/forwarding-state.ts";
-import { NO_BACKEND, slotShares } from "../dataplane/maglev.ts";
+import type { HealthLookup, ListenerForwarding, ServiceForwarding } from "../forwarding/forwarding-state.ts";
+import { NO_BACKEND, slotShares } from "../forwarding/maglev.ts";
+import { type Forward, memberPaths } from "../lb-host/routing/encap.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
 

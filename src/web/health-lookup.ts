@@ -2,7 +2,7 @@
  * From the prober's per-(Service, node) verdicts (state-probe-targets.ts `backendHealth`)
  * to the `HealthLookup` the forwarding state and the dashboard read. Pure.
  */
-import type { HealthLookup, MemberHealth } from "../dataplane/forwarding-state.ts";
+import type { HealthLookup, MemberHealth } from "../forwarding/forwarding-state.ts";
 import type { BackendHealth } from "../health/state-probe-targets.ts";
 
 export function healthLookup(verdicts: readonly BackendHealth[]): HealthLookup {

@@ -1,6 +1,10 @@
 /**
  * Every Prometheus metric of passlb, defined once: name, help, type, label names and
- * buckets, registered in the Registry it is given (metrics.ts owns one per process).
+ * buckets, registered in the Registry it is given (metrics.ts owns one per process). One
+ * function per component that feeds them (planner, prober, programming, traffic, XDP, flow
+ * table, conntrack, Kubernetes, and announcement in announce-metrics.ts); a metric two data
+ * planes share is defined once and told apart by its `dataplane` label (the flow-table pair,
+ * the forwarded counters).
  *
  * Naming follows the Prometheus conventions (prometheus.io/docs/practices/naming): the
  * `passlb_` prefix, base units in the name (`_seconds`, `_bytes`, `_ratio`), `_total` on
@@ -13,6 +17,7 @@
  * Not here: what is observed and when (the `Metrics` facade, metrics.ts).
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { announceMetrics } from "./announce-metrics.ts";
 
 /** Histogram buckets in seconds: probes and nft transactions (ms to a few s). */
 const FAST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -20,9 +25,26 @@ const FAST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 const PROGRAMMING_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60];
 const RATIO = [0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1];
 
+type Registers = Registry[];
+
 /** `beforeScrape` runs when a scrape reads the traffic counters (pulls data-plane totals). */
 export function defineMetrics(registry: Registry, beforeScrape: () => void) {
   const r = [registry];
+  return {
+    ...planMetrics(r),
+    ...healthMetrics(r),
+    ...programmingMetrics(r),
+    ...trafficMetrics(r, beforeScrape),
+    ...xdpMetrics(r),
+    ...flowTableMetrics(r),
+    ...conntrackMetrics(r),
+    ...kubeMetrics(r),
+    ...announceMetrics(r),
+  };
+}
+
+/** What the planner decided and this process programs: Services, VIPs, backends by state, weights, fail-open, issues. */
+function planMetrics(r: Registers) {
   return {
     servicesProgrammed: new Gauge({
       name: "passlb_services_programmed",
@@ -59,6 +81,12 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["code", "severity"] as const,
       registers: r,
     }),
+  };
+}
+
+/** The prober's results and transitions, and the LB host's tunnel check (`--encap-check`). */
+function healthMetrics(r: Registers) {
+  return {
     probes: new Counter({
       name: "passlb_health_probes_total",
       help: "Health probes finished, by node and result (success, failure).",
@@ -84,6 +112,12 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["node", "family"] as const,
       registers: r,
     }),
+  };
+}
+
+/** Putting plans into the data plane: Maglev rebuilds, nft transactions, programming latency, drift repairs. */
+function programmingMetrics(r: Registers) {
+  return {
     maglevRebuilds: new Counter({
       name: "passlb_maglev_rebuilds_total",
       help: "Maglev tables rebuilt because their backends or weights changed, per Service.",
@@ -116,6 +150,18 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       buckets: PROGRAMMING_SECONDS,
       registers: r,
     }),
+    driftRepairs: new Counter({
+      name: "passlb_drift_repairs_total",
+      help: "Kernel state found changed behind passlb's back and repaired, by data plane and what drifted (table, routes).",
+      labelNames: ["dataplane", "what"] as const,
+      registers: r,
+    }),
+  };
+}
+
+/** Traffic per Service and node: the proxies' tallies (pulled at scrape time) and the kernel data planes' counters. */
+function trafficMetrics(r: Registers, beforeScrape: () => void) {
+  return {
     connections: new Counter({
       name: "passlb_connections_total",
       help: "Connections (TCP) and flows (UDP) sent to a backend node, per Service.",
@@ -132,28 +178,86 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
     }),
     nodePackets: new Counter({
       name: "passlb_node_forwarded_packets_total",
-      help: "Packets the nftables data plane marked for a node (kernel counters, all Services), by node.",
-      labelNames: ["node"] as const,
+      help: "Packets the kernel data plane sent to a node (nftables counters, or the XDP program's per-CPU counters; all Services), by node and dataplane.",
+      labelNames: ["node", "dataplane"] as const,
       registers: r,
     }),
     nodeBytes: new Counter({
       name: "passlb_node_forwarded_bytes_total",
-      help: "Bytes the nftables data plane marked for a node (kernel counters, all Services), by node.",
-      labelNames: ["node"] as const,
+      help: "Bytes the kernel data plane sent to a node (nftables counters, or the XDP program's per-CPU counters; all Services), by node and dataplane.",
+      labelNames: ["node", "dataplane"] as const,
       registers: r,
     }),
     servicePackets: new Counter({
       name: "passlb_service_forwarded_packets_total",
-      help: "Packets the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
-      labelNames: ["service"] as const,
+      help: "Packets the kernel data plane forwarded for a Service (nftables or XDP counters, all its listeners), by service and dataplane.",
+      labelNames: ["service", "dataplane"] as const,
       registers: r,
     }),
     serviceBytes: new Counter({
       name: "passlb_service_forwarded_bytes_total",
-      help: "Bytes the nftables data plane forwarded for a Service (kernel counters, all its listeners), by service.",
-      labelNames: ["service"] as const,
+      help: "Bytes the kernel data plane forwarded for a Service (nftables or XDP counters, all its listeners), by service and dataplane.",
+      labelNames: ["service", "dataplane"] as const,
       registers: r,
     }),
+  };
+}
+
+/** The XDP program: its verdict counters and whether it is attached. */
+function xdpMetrics(r: Registers) {
+  return {
+    xdpPackets: new Counter({
+      name: "passlb_xdp_packets_total",
+      help: "Packets the XDP program judged, by reason: pass_* (handed to the stack), drop_*, fwd_tx/fwd_redirect, flow_new/flow_hit/flow_stale, syn_rate.",
+      labelNames: ["reason"] as const,
+      registers: r,
+    }),
+    xdpAttached: new Gauge({
+      name: "passlb_xdp_attached",
+      help: "1 while passlb's XDP program is attached (native mode) to the interface, 0 when the last check found it detached.",
+      labelNames: ["interface"] as const,
+      registers: r,
+    }),
+  };
+}
+
+/** The LB host's flow table, one pair for every data plane that pins flows (nftables and XDP label it). */
+function flowTableMetrics(r: Registers) {
+  return {
+    flowTableEntries: new Gauge({
+      name: "passlb_flow_table_entries",
+      help: "Flows the LB host's flow table pins now (nftables: the TCP flow map's elements; xdp: the LRU map's), by data plane and family.",
+      labelNames: ["dataplane", "family"] as const,
+      registers: r,
+    }),
+    flowTableCapacity: new Gauge({
+      name: "passlb_flow_table_capacity",
+      help: "Flows the LB host's flow table can hold, by data plane and family (the map's configured size; xdp: one table shared by both families).",
+      labelNames: ["dataplane", "family"] as const,
+      registers: r,
+    }),
+  };
+}
+
+/** The LB host's connection-tracking table (conntrack sizing, docs/dataplane-nftables.md). */
+function conntrackMetrics(r: Registers) {
+  return {
+    conntrackEntries: new Gauge({
+      name: "passlb_conntrack_entries",
+      help: "Connection-tracking entries in this LB host's network namespace now (nf_conntrack_count).",
+      registers: r,
+    }),
+    conntrackMax: new Gauge({
+      name: "passlb_conntrack_max",
+      help: "The kernel's connection-tracking table limit (nf_conntrack_max).",
+      registers: r,
+    }),
+  };
+}
+
+/** The Kubernetes side: reconcile passes, watches, API failures, the controller's Lease and the IP pools. */
+function kubeMetrics(r: Registers) {
+  return {
     reconciles: new Counter({
       name: "passlb_reconciles_total",
       help: "Reconcile passes by controller and outcome (ok, retry, reprocess_all, failed).",
@@ -178,6 +282,12 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       labelNames: ["channel"] as const,
       registers: r,
     }),
+    controllerLeader: new Gauge({
+      name: "passlb_controller_leader",
+      help: "1 while this controller process holds the leader Lease (namespace/name), else 0.",
+      labelNames: ["lease"] as const,
+      registers: r,
+    }),
     poolSize: new Gauge({
       name: "passlb_ip_pool_addresses",
       help: "Addresses an IP pool can hand out, by pool and family.",
@@ -188,42 +298,6 @@ export function defineMetrics(registry: Registry, beforeScrape: () => void) {
       name: "passlb_ip_pool_addresses_used",
       help: "Addresses of an IP pool given to Services, by pool and family.",
       labelNames: ["pool", "family"] as const,
-      registers: r,
-    }),
-    announceVips: new Gauge({
-      name: "passlb_announce_vips",
-      help: "VIPs by announcement state on this host (held, backup, withdrawn), by engine.",
-      labelNames: ["engine", "state"] as const,
-      registers: r,
-    }),
-    announceEngineUp: new Gauge({
-      name: "passlb_announce_engine_up",
-      help: "1 while the announcement engine (keepalived or bird) runs, 0 while it is down or restarting.",
-      labelNames: ["engine"] as const,
-      registers: r,
-    }),
-    announceTransitions: new Counter({
-      name: "passlb_announce_transitions_total",
-      help: "State transitions the announcement engine reported (keepalived: VRRP instance states; bird: a VIP held or withdrawn), by state.",
-      labelNames: ["engine", "state"] as const,
-      registers: r,
-    }),
-    bgpSessionUp: new Gauge({
-      name: "passlb_bgp_session_up",
-      help: "1 when the BGP session to a peer is Established, else 0 (passlb lb --announce bgp).",
-      labelNames: ["peer"] as const,
-      registers: r,
-    }),
-    bfdSessionUp: new Gauge({
-      name: "passlb_bfd_session_up",
-      help: "1 when the BFD session to a BGP peer is Up, else 0 (only with BFD on).",
-      labelNames: ["peer"] as const,
-      registers: r,
-    }),
-    bgpSpeakerState: new Gauge({
-      name: "passlb_bgp_speaker_state",
-      help: "1 for the BGP speaker's session health (healthy, degraded, down), 0 for the others (engine bird).",
-      labelNames: ["state"] as const,
       registers: r,
     }),
   };

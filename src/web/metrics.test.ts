@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { webPlan } from "../../test/support/web-fixture.ts";
-import { serviceForwarding } from "../dataplane/forwarding-state.ts";
+import { serviceForwarding } from "../forwarding/forwarding-state.ts";
 import { Metrics } from "./metrics.ts";
 
 const DOC = new URL("../../docs/metrics.md", import.meta.url);
@@ -52,12 +52,22 @@ test("facade calls show up in the exposition", async () => {
   metrics.nodeTraffic("node-a", 15, 1500);
   metrics.nodeTraffic("node-a", 3, 300); // the kernel counter was recreated
   metrics.serviceTraffic("default/web", 4, 400);
+  metrics.nodeTraffic("node-a", 7, 700, "xdp");
+  metrics.flowTable("xdp", "IPv6", 12, 262144);
+  metrics.xdpReason("drop_source", 3);
   metrics.kubeWatchRestart("services", "expired");
   metrics.kubeWatchRestart("services", "expired");
   const text = await metrics.text();
-  assert.match(text, /passlb_node_forwarded_packets_total\{node="node-a"\} 18/);
-  assert.match(text, /passlb_node_forwarded_bytes_total\{node="node-a"\} 1800/);
-  assert.match(text, /passlb_service_forwarded_packets_total\{service="default\/web"\} 4/);
+  assert.match(text, /passlb_node_forwarded_packets_total\{node="node-a",dataplane="nftables"\} 18/);
+  assert.match(text, /passlb_node_forwarded_bytes_total\{node="node-a",dataplane="nftables"\} 1800/);
+  assert.match(text, /passlb_node_forwarded_packets_total\{node="node-a",dataplane="xdp"\} 7/);
+  assert.match(
+    text,
+    /passlb_service_forwarded_packets_total\{service="default\/web",dataplane="nftables"\} 4/,
+  );
+  assert.match(text, /passlb_flow_table_entries\{dataplane="xdp",family="IPv6"\} 12/);
+  assert.match(text, /passlb_flow_table_capacity\{dataplane="xdp",family="IPv6"\} 262144/);
+  assert.match(text, /passlb_xdp_packets_total\{reason="drop_source"\} 3/);
   assert.match(text, /passlb_health_probes_total\{node="node-a",result="failure"\} 1/);
   assert.match(text, /passlb_health_probe_duration_seconds_count\{result="success"\} 1/);
   assert.match(text, /passlb_health_transitions_total\{node="node-a",to="unhealthy"\} 1/);
@@ -137,4 +147,125 @@ test("announce: one set of metrics for both engines; BIRD adds its sessions, BFD
   assert.doesNotMatch(text, /passlb_bfd_session_up\{peer="fd00::1"\}/, "no BFD session, no series");
   assert.match(text, /passlb_bgp_speaker_state\{state="degraded"\} 1/);
   assert.doesNotMatch(text, /passlb_bgp_vips_announced/, "passlb_announce_vips says it");
+});
+
+test("alerting metrics: VIPs held per host, VRRP instance states, drift repairs, conntrack use, leadership", async () => {
+  const metrics = new Metrics();
+  const base = { host: "lb-1", engine: "keepalived", state: "running", generation: 1 } as const;
+  assert.doesNotMatch(
+    await metrics.text(),
+    /^passlb_controller_leader/m,
+    "no series in a process that elects nothing",
+  );
+  metrics.leading("passlb-system/passlb-controller", false);
+  assert.match(
+    await metrics.text(),
+    /passlb_controller_leader\{lease="passlb-system\/passlb-controller"\} 0/,
+  );
+  metrics.leading("passlb-system/passlb-controller", true);
+  metrics.announce({
+    ...base,
+    vips: [
+      { vip: "203.0.113.1", state: "held", reason: "vrrp_master" },
+      { vip: "203.0.113.2", state: "backup", reason: "vrrp_backup" },
+    ],
+    groups: [
+      { name: "passlb_v4_1", state: "MASTER", priority: 250, vips: 1 },
+      { name: "passlb_v4_2", state: "FAULT", priority: 0, vips: 1 },
+    ],
+  });
+  metrics.driftRepair("nftables", "table");
+  metrics.driftRepair("nftables", "table");
+  metrics.conntrack(900, 1000);
+  let text = await metrics.text();
+  assert.match(text, /passlb_announce_vip_held\{engine="keepalived",vip="203\.0\.113\.1"\} 1/);
+  assert.match(text, /passlb_announce_vip_held\{engine="keepalived",vip="203\.0\.113\.2"\} 0/);
+  assert.match(text, /passlb_vrrp_instance_state\{vrrp_instance="passlb_v4_2",state="FAULT"\} 1/);
+  assert.match(text, /passlb_vrrp_instance_state\{vrrp_instance="passlb_v4_2",state="MASTER"\} 0/);
+  assert.match(text, /passlb_vrrp_instance_state\{vrrp_instance="passlb_v4_1",state="MASTER"\} 1/);
+  assert.match(text, /passlb_drift_repairs_total\{dataplane="nftables",what="table"\} 2/);
+  assert.match(text, /passlb_conntrack_entries 900/);
+  assert.match(text, /passlb_conntrack_max 1000/);
+  assert.match(text, /passlb_controller_leader\{lease="passlb-system\/passlb-controller"\} 1/);
+  // a VIP gone from the plan and an instance gone lose their series; another engine's stay
+  metrics.announce({
+    ...base,
+    engine: "bird",
+    groups: [],
+    vips: [{ vip: "203.0.113.9", state: "held", reason: "to 198.51.100.1" }],
+  });
+  metrics.announce({
+    ...base,
+    vips: [{ vip: "203.0.113.1", state: "withdrawn", reason: "engine_down" }],
+    groups: [{ name: "passlb_v4_1", state: "STOP", priority: 0, vips: 1 }],
+  });
+  text = await metrics.text();
+  assert.match(text, /passlb_announce_vip_held\{engine="keepalived",vip="203\.0\.113\.1"\} 0/);
+  assert.doesNotMatch(text, /vip="203\.0\.113\.2"/);
+  assert.match(text, /passlb_announce_vip_held\{engine="bird",vip="203\.0\.113\.9"\} 1/);
+  assert.doesNotMatch(text, /vrrp_instance="passlb_v4_2"/);
+  assert.match(text, /passlb_vrrp_instance_state\{vrrp_instance="passlb_v4_1",state="STOP"\} 1/);
+});
+
+test("the wire: a problem is 1 while it lasts, then 0; foreign VRRP speakers; BGP and BFD flaps counted", async () => {
+  const metrics = new Metrics();
+  const base = { host: "lb-1", state: "running", generation: 1, groups: [], vips: [] } as const;
+  const check = (vip: string, problem: "duplicate_answer" | null) => ({
+    vip,
+    problem,
+    answers: [],
+    message: vip,
+  });
+  const vrrp = (vrids: number[]) => ({
+    watching: true,
+    interface: "eth0",
+    range: { first: 1, last: 255 },
+    foreign: vrids.map((vrid) => ({
+      interface: "eth0",
+      family: "IPv4" as const,
+      vrid,
+      source: "192.0.2.9",
+      mac: "02:00:00:00:00:09",
+      priority: 100,
+      lastSeen: 0,
+      adverts: 1,
+    })),
+  });
+  const wire = (vips: ReturnType<typeof check>[], vrids: number[]) => ({
+    checkedAt: 1,
+    periodMs: 10_000,
+    vips,
+    errors: [],
+    vrrp: vrrp(vrids),
+  });
+  metrics.announce({
+    ...base,
+    engine: "keepalived",
+    wire: wire([check("203.0.113.1", "duplicate_answer")], [3]),
+  });
+  let text = await metrics.text();
+  assert.match(text, /passlb_announce_wire_problems\{vip="203\.0\.113\.1",problem="duplicate_answer"\} 1/);
+  assert.match(text, /passlb_announce_wire_problems\{vip="203\.0\.113\.1",problem="no_answer"\} 0/);
+  assert.match(text, /passlb_vrrp_foreign_speaker\{interface="eth0",vrid="3"\} 1/);
+  metrics.announce({ ...base, engine: "keepalived", wire: wire([check("203.0.113.1", null)], []) });
+  text = await metrics.text();
+  assert.match(text, /passlb_announce_wire_problems\{vip="203\.0\.113\.1",problem="duplicate_answer"\} 0/);
+  assert.match(text, /passlb_vrrp_foreign_speaker\{interface="eth0",vrid="3"\} 0/);
+
+  const speaker = (established: boolean, bfd: string) => ({
+    health: "healthy" as const,
+    findings: [],
+    sessions: [{ peer: "198.51.100.1", state: established ? "Established" : "Active", established, bfd }],
+  });
+  for (const [up, bfd] of [
+    [true, "Up"],
+    [false, "Down"],
+    [true, "Up"],
+    [true, "Up"],
+  ] as const)
+    metrics.announce({ ...base, engine: "bird", speaker: speaker(up, bfd) });
+  text = await metrics.text();
+  assert.match(text, /passlb_bgp_session_transitions_total\{peer="198\.51\.100\.1",to="down"\} 1/);
+  assert.match(text, /passlb_bgp_session_transitions_total\{peer="198\.51\.100\.1",to="up"\} 1/);
+  assert.match(text, /passlb_bfd_session_transitions_total\{peer="198\.51\.100\.1",to="down"\} 1/);
 });

@@ -12,11 +12,12 @@
 
 import { type Counter, collectDefaultMetrics, Registry } from "prom-client";
 import type { AnnouncerStatus } from "../announce/announcer.ts";
+import { BGP_PROBLEMS, L2_PROBLEMS } from "../announce/wire-verdict.ts";
 import type { RestartReason } from "../cluster/kube-watch.ts";
-import type { ServiceForwarding } from "../dataplane/forwarding-state.ts";
-import type { MaglevTable } from "../dataplane/maglev.ts";
-import { slotsMoved } from "../dataplane/maglev.ts";
-import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
+import type { ServiceForwarding } from "../forwarding/forwarding-state.ts";
+import type { MaglevTable } from "../forwarding/maglev.ts";
+import { slotsMoved } from "../forwarding/maglev.ts";
+import type { TrafficTotals } from "../lb-host/userspace/traffic-counters.ts";
 import type { Finding } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
 import { type DefinedMetrics, defineMetrics } from "./metric-definitions.ts";
@@ -91,16 +92,31 @@ export class Metrics {
   }
 
   /** kernel per-node counters, as totals (a total that went back restarts from it) */
-  nodeTraffic(node: string, packets: number, bytes: number): void {
+  nodeTraffic(node: string, packets: number, bytes: number, dataplane = "nftables"): void {
     // the series exist from the first read, at 0 too
-    this.#setCounter(this.#m.nodePackets, { node }, packets, true);
-    this.#setCounter(this.#m.nodeBytes, { node }, bytes, true);
+    this.#setCounter(this.#m.nodePackets, { node, dataplane }, packets, true);
+    this.#setCounter(this.#m.nodeBytes, { node, dataplane }, bytes, true);
+  }
+
+  /** a data plane's own flow table (nftables: the TCP flow maps; xdp: the LRU hash): entries and capacity per family */
+  flowTable(dataplane: string, family: string, entries: number, capacity: number): void {
+    this.#m.flowTableEntries.set({ dataplane, family }, entries);
+    this.#m.flowTableCapacity.set({ dataplane, family }, capacity);
   }
 
   /** kernel per-Service counters, as totals */
-  serviceTraffic(service: string, packets: number, bytes: number): void {
-    this.#setCounter(this.#m.servicePackets, { service }, packets, true);
-    this.#setCounter(this.#m.serviceBytes, { service }, bytes, true);
+  serviceTraffic(service: string, packets: number, bytes: number, dataplane = "nftables"): void {
+    this.#setCounter(this.#m.servicePackets, { service, dataplane }, packets, true);
+    this.#setCounter(this.#m.serviceBytes, { service, dataplane }, bytes, true);
+  }
+
+  /** the XDP program's verdict counters, as totals */
+  xdpReason(reason: string, packets: number): void {
+    this.#setCounter(this.#m.xdpPackets, { reason }, packets, true);
+  }
+
+  xdpAttached(iface: string, attached: boolean): void {
+    this.#m.xdpAttached.set({ interface: iface }, attached ? 1 : 0);
   }
 
   byteTotals(service: string, node: string, direction: Direction, total: number): void {
@@ -160,6 +176,8 @@ export class Metrics {
     for (const [state, n] of Object.entries(counts))
       this.#m.announceVips.set({ engine: status.engine, state }, n);
     this.#m.announceEngineUp.set({ engine: status.engine }, status.state === "running" ? 1 : 0);
+    this.#announceDetail(status);
+    if (status.wire) this.#wire(status.engine, status.wire);
     const speaker = status.speaker;
     if (!speaker) return;
     this.#m.bgpSessionUp.reset();
@@ -167,10 +185,81 @@ export class Metrics {
     for (const s of speaker.sessions) {
       this.#m.bgpSessionUp.set({ peer: s.peer }, s.established ? 1 : 0);
       if (s.bfd !== undefined) this.#m.bfdSessionUp.set({ peer: s.peer }, s.bfd === "Up" ? 1 : 0);
+      this.#transition(this.#m.bgpSessionTransitions, `bgp ${s.peer}`, s.peer, s.established);
+      if (s.bfd !== undefined)
+        this.#transition(this.#m.bfdSessionTransitions, `bfd ${s.peer}`, s.peer, s.bfd === "Up");
     }
     for (const h of ["healthy", "degraded", "down"] as const)
       this.#m.bgpSpeakerState.set({ state: h }, h === speaker.health ? 1 : 0);
   }
+
+  /** per VIP: held here or not (the VIPs of this engine only); keepalived: each instance's state */
+  #announceDetail(status: AnnouncerStatus): void {
+    const engine = status.engine;
+    for (const vip of this.#vipsHeld.get(engine) ?? []) this.#m.announceVipHeld.remove({ engine, vip });
+    for (const v of status.vips)
+      this.#m.announceVipHeld.set({ engine, vip: v.vip }, v.state === "held" ? 1 : 0);
+    this.#vipsHeld.set(
+      engine,
+      status.vips.map((v) => v.vip),
+    );
+    if (engine !== "keepalived") return;
+    this.#m.vrrpInstanceState.reset();
+    for (const g of status.groups)
+      for (const state of new Set([...VRRP_STATES, g.state]))
+        this.#m.vrrpInstanceState.set({ vrrp_instance: g.name, state }, state === g.state ? 1 : 0);
+  }
+
+  /** VIPs with a held series, per engine (a VIP gone from the plan loses its series) */
+  readonly #vipsHeld = new Map<string, readonly string[]>();
+
+  /** the data plane repaired drifted kernel state (`what`: table, routes); `n` 0 shows the series at 0 */
+  driftRepair(dataplane: string, what: string, n = 1): void {
+    this.#m.driftRepairs.inc({ dataplane, what }, n);
+  }
+
+  /** the LB host's conntrack table: entries now and the kernel's limit */
+  conntrack(entries: number, max: number): void {
+    this.#m.conntrackEntries.set(entries);
+    this.#m.conntrackMax.set(max);
+  }
+
+  /** whether this controller holds the leader Lease (`namespace/name`) */
+  leading(lease: string, leading: boolean): void {
+    this.#m.controllerLeader.set({ lease }, leading ? 1 : 0);
+  }
+  /** the wire checks (wire-verdict.ts): every problem kind of every checked VIP, 1 or 0;
+   * VIPs no longer checked and speakers gone stay at 0 */
+  #wire(engine: AnnouncerStatus["engine"], wire: NonNullable<AnnouncerStatus["wire"]>): void {
+    const kinds = engine === "bird" ? BGP_PROBLEMS : L2_PROBLEMS;
+    const checked = new Set(wire.vips.map((c) => c.vip));
+    for (const vip of this.#wireVips)
+      if (!checked.has(vip)) for (const p of kinds) this.#m.wireProblems.set({ vip, problem: p }, 0);
+    for (const c of wire.vips)
+      for (const p of kinds) this.#m.wireProblems.set({ vip: c.vip, problem: p }, c.problem === p ? 1 : 0);
+    this.#wireVips = checked;
+    if (!wire.vrrp) return;
+    const heard = new Set(wire.vrrp.foreign.map((s) => String(s.vrid)));
+    for (const vrid of new Set([...this.#foreignVrids, ...heard]))
+      this.#m.vrrpForeignSpeaker.set({ interface: wire.vrrp.interface, vrid }, heard.has(vrid) ? 1 : 0);
+    for (const v of heard) this.#foreignVrids.add(v);
+  }
+  #wireVips = new Set<string>();
+  readonly #foreignVrids = new Set<string>();
+
+  /** counts a change of an up/down state against the last one seen (the first sighting is not a change) */
+  #transition(c: Counter<"peer" | "to">, key: string, peer: string, up: boolean): void {
+    const before = this.#lastUp.get(key);
+    this.#lastUp.set(key, up);
+    if (before === undefined) {
+      // both series from the first sighting on, so `increase()` sees the first flap
+      c.inc({ peer, to: "up" }, 0);
+      c.inc({ peer, to: "down" }, 0);
+      return;
+    }
+    if (before !== up) c.inc({ peer, to: up ? "up" : "down" });
+  }
+  readonly #lastUp = new Map<string, boolean>();
 
   announceTransition(engine: string, state: string): void {
     this.#m.announceTransitions.inc({ engine, state: state.toLowerCase() });
@@ -239,6 +328,9 @@ export class Metrics {
   /** last total read per counter and label values */
   readonly #totals = new Map<Counter<string>, Map<string, number>>();
 }
+
+/** keepalived's instance states (keepalived.conf(5) notify scripts: MASTER, BACKUP, FAULT, STOP) */
+const VRRP_STATES = ["MASTER", "BACKUP", "FAULT", "STOP"] as const;
 
 function countIssue(into: Map<string, { code: string; severity: string; n: number }>, i: Finding): void {
   const key = `${i.code} ${i.severity}`;

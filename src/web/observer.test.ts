@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { webPlans } from "../../test/support/web-fixture.ts";
-import { serviceForwarding } from "../dataplane/forwarding-state.ts";
+import { serviceForwarding } from "../forwarding/forwarding-state.ts";
 import type { ProbeTarget } from "../health/state-probe-targets.ts";
 import { createLogger } from "./logger.ts";
 import { Metrics } from "./metrics.ts";

@@ -25,11 +25,11 @@
  */
 import type { AnnouncerStatus } from "../announce/announcer.ts";
 import type { KubeApiReport } from "../cluster/kube-api-health.ts";
-import type { Forward } from "../dataplane/encap.ts";
-import type { HealthLookup, ServiceForwarding } from "../dataplane/forwarding-state.ts";
-import type { TrafficTotals } from "../dataplane/userspace/traffic-counters.ts";
+import type { HealthLookup, ServiceForwarding } from "../forwarding/forwarding-state.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import { TUNNEL_CHECK_FAILED } from "../health/state-tunnel-targets.ts";
+import type { Forward } from "../lb-host/routing/encap.ts";
+import type { TrafficTotals } from "../lb-host/userspace/traffic-counters.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
 import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";

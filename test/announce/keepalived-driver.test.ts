@@ -16,9 +16,9 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { AnnounceInput, AnnouncerEvent } from "../../src/announce/announcer.ts";
 import { vipReady } from "../../src/announce/fake-announcer.ts";
-import { KeepalivedDriver } from "../../src/announce/keepalived-driver.ts";
 import { kernelVipAddresses } from "../../src/announce/vip-addresses.ts";
 import { vipOwners } from "../../src/announce/vip-owners.ts";
+import { KeepalivedDriver } from "../../src/drivers/keepalived-driver.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../netns.ts";
 
 const why =

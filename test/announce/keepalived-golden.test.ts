@@ -25,7 +25,8 @@ const keepalivedTest = () =>
       : undefined;
 
 test("golden keepalived.conf for three hosts, both families (and keepalived -t accepts it)", (t) => {
-  const r = renderKeepalived(input());
+  // with the master's periodic gratuitous ARP / NA (`--garp-refresh-s 60`, the default)
+  const r = renderKeepalived({ ...input(), garpRefresh: { seconds: 60, repeat: 1 } });
   assertGolden(`${GOLDEN}/keepalived-lb-1.conf`, r.config);
   assertGolden(`${GOLDEN}/keepalived-lb-1.tracks.json`, Object.fromEntries(r.trackFiles));
   assert.deepEqual(r.issues, []);

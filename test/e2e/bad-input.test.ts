@@ -8,8 +8,8 @@
  *   - the EndpointSlice of `roll/cluster` with an endpoint address that is not an IP.
  * Bounds: the last good state of everything is kept — 0 failed new connections to either
  * VIP (the broken object's own Service included: "the Service in error keeps its last
- * good data plane", STYLE.md), 0 broken long-lived ones — and the LB's and the agents'
- * logs name the file, the object and the field. After each case the folder is repaired and
+ * good data plane", docs/architecture.md "Conventions"), 0 broken long-lived ones — and the LB's and the
+ * agents' logs name the file, the object and the field. After each case the folder is repaired and
  * both VIPs serve again before the next.
  * Root only; otherwise skipped with the reason. The lab (`fbad<pid>`) is removed when the
  * test ends, pass or fail.

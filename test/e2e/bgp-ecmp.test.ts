@@ -25,9 +25,9 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
-import { kernelTableSize } from "../../src/dataplane/render/kernel-table-size.ts";
+import { serviceForwarding } from "../../src/forwarding/forwarding-state.ts";
 import { labRouterUnavailable, routerNextHops } from "../../src/lab/lab-frr.ts";
+import { kernelTableSize } from "../../src/lb-host/nftables/render/kernel-table-size.ts";
 import { planSnapshot } from "../../src/plan/planner.ts";
 import { type Lab, labUnavailable, sleep, startLab } from "./lab-harness.ts";
 
@@ -229,6 +229,30 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
         assert.match(metrics, /passlb_bfd_session_up\{peer="198.51.100.1"\} 1/);
         assert.match(metrics, /passlb_announce_vips\{engine="bird",state="held"\} 3/);
         assert.match(metrics, /passlb_announce_engine_up\{engine="bird"\} 1/);
+        // BIRD's export tables agree with what passlb announces (docs/vip-announce.md
+        // "Checked from the wire"): every VIP compared, none missing or extra
+        let wire: { vip: string; problem: string | null }[] = [];
+        for (let i = 0; i < 80 && wire.length < 3; i++) {
+          wire = JSON.parse(dashboard(h.ns, "/api/v1/state") || "{}").announce?.wire?.vips ?? [];
+          if (wire.length < 3) await sleep(100);
+        }
+        assert.deepEqual(
+          wire.map((c) => [c.vip, c.problem]).sort(),
+          [vip, local, vip6].sort().map((v) => [v, null]),
+          `${h.name}: ${JSON.stringify(wire)}`,
+        );
+        // the metrics take the engine's status when it is next pushed (once a second), so
+        // the state API can show the verdict up to a second before /metrics does
+        const agreed = new RegExp(
+          `passlb_announce_wire_problems\\{vip="${vip}",problem="bgp_not_exported"\\} 0`,
+        );
+        for (let i = 0; i < 40; i++) {
+          metrics = dashboard(h.ns, "/metrics");
+          if (agreed.test(metrics)) break;
+          await sleep(100);
+        }
+        assert.match(metrics, agreed);
+        assert.match(metrics, /passlb_bgp_session_transitions_total\{peer="198\.51\.100\.1",to="down"\} 0/);
       }
     },
   );

@@ -2,7 +2,7 @@
  * The tunnel check (issue 21, `passlb lb --forward encap --encap-check`): the LB host probes
  * each routed node through the same VXLAN-GPE tunnel its VIP traffic takes (a TCP connect
  * from a reserved local port range, steered by `ip rule … ipproto tcp sport RANGE` into a
- * table of lightweight-tunnel routes: src/dataplane/encap-check.ts). The routed lab of
+ * table of lightweight-tunnel routes: src/lb-host/routing/encap-check.ts). The routed lab of
  * encap-path.test.ts: zones a and b behind a router, zone c on the LB host's segment.
  *
  * - with a working decap the check passes through the tunnel (the node counts decapsulated
@@ -22,7 +22,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { test } from "node:test";
 import { parse } from "yaml";
-import { ENCAP_CHECK_TABLE } from "../../src/dataplane/encap-check.ts";
+import { ENCAP_CHECK_TABLE } from "../../src/lb-host/routing/encap-check.ts";
 import { planSnapshot } from "../../src/plan/planner.ts";
 import { type Lab, labUnavailable, sleep, startLab } from "./lab-harness.ts";
 import { assertNodeLossBound } from "./node-loss.ts";

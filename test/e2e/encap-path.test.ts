@@ -7,7 +7,8 @@
  * (`--direct`): a mixed site. Both families, with IPv6 outer headers too.
  *
  * IPIP, GRE and GUE run the same checks where the kernel can create their devices; this
- * CI kernel cannot (specs/scale-out.md §E gotcha 7) and the test says so when it skips.
+ * CI kernel cannot (docs/dataplane-nftables.md "Routed networks") and the test says so
+ * when it skips.
  *
  * Root only; otherwise skipped with the reason. Packets go only to addresses inside the
  * lab (docs/lab.md), and the lab is removed when the test ends, pass or fail.
@@ -510,7 +511,7 @@ function kindUnavailable(kind: "ipip" | "gre" | "gue"): string | undefined {
     for (const s of steps) {
       const r = spawnSync("ip", ["-n", probe, ...s], { encoding: "utf8" });
       if (r.status !== 0)
-        return `this kernel cannot run ${kind}: \`ip ${s.join(" ")}\` failed (${r.stderr.trim().split("\n")[0]}); its commands are golden-tested in src/dataplane/encap.test.ts`;
+        return `this kernel cannot run ${kind}: \`ip ${s.join(" ")}\` failed (${r.stderr.trim().split("\n")[0]}); its commands are golden-tested in src/lb-host/routing/encap.test.ts`;
     }
     return undefined;
   } finally {

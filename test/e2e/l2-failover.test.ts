@@ -25,7 +25,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { vipOwners } from "../../src/announce/vip-owners.ts";
-import { natClaimRuleset } from "../../src/dataplane/render/nat-claim.ts";
+import { nftScript } from "../../src/drivers/nft-transaction.ts";
+import { natClaimTransaction } from "../../src/lb-host/nftables/render/nat-claim.ts";
 import { type Lab, labUnavailable, REPO_ROOT, sleep, startLab } from "./lab-harness.ts";
 
 const TOPOLOGY = "test/fixtures/lab/l2/topology.yaml";
@@ -144,6 +145,20 @@ test("L2 on keepalived: election, failovers ≤ 500 ms, adoption, graceful hand-
   await t.test("each VIP is held by exactly the elected host, and both hosts hold some", async () => {
     await waitForOwners(lab, elected);
     assert.equal(new Set(elected.values()).size, 2, "the four VIPs spread over both hosts");
+    // every LB host asked the segment (arping / ndisc6, docs/vip-announce.md "Checked from
+    // the wire") and found each VIP answered by one LB host's MAC
+    for (const h of hosts) {
+      const deadline = Date.now() + 15_000;
+      while (!/wire: first check/.test(lbLog(h)) && Date.now() < deadline) await sleep(200);
+      const line = lbLog(h).match(/wire: first check: .*/)?.[0] ?? "no first wire check in the log";
+      t.diagnostic(`${h}: ${line}`);
+      const wireLog = lbLog(h)
+        .split("\n")
+        .filter((l) => l.includes("wire:"))
+        .join("\n");
+      assert.match(line, /first check: 4 VIPs asked on eth\d, each answered by one LB host/, wireLog);
+      assert.doesNotMatch(lbLog(h), /wire: .*(duplicate_answer|foreign_mac|no_answer|answers:)/);
+    }
     for (const vip of vips) {
       const r = await lab.client("client-a", [
         "--target",
@@ -350,7 +365,9 @@ test("L2 on keepalived: election, failovers ≤ 500 ms, adoption, graceful hand-
     const without = await count(local);
     t.diagnostic(`without the NAT claim: ${without.failed} of 60 failed (${JSON.stringify(without.errors)})`);
     assert.equal(without.ok, 0, "the agent's DNAT took over (control: the claim is what matters)");
-    const r = spawnSync("ip", ["netns", "exec", ns, "nft", "-f", "-"], { input: natClaimRuleset("passlb") });
+    const r = spawnSync("ip", ["netns", "exec", ns, "nft", "-f", "-"], {
+      input: nftScript(natClaimTransaction("passlb")),
+    });
     assert.equal(r.status, 0, String(r.stderr));
     const again = await count(local);
     assert.equal(again.failed, 0, JSON.stringify(again.errors));

@@ -4,13 +4,11 @@
  * (test/fixtures/lab/e2e/). Bound, as the issue states it: new connections fail (or still
  * reach the dead node) only within the health check's interval × unhealthyThreshold + 1 s
  * after the link went down — Local: GKE's 3 s × 2 + 1 s = 7 s; Cluster (kube-proxy's
- * :10256/healthz): 8 s × 3 + 1 s = 25 s (specs/gke-l4.md §4.2). With the checks' 1 s
- * timeout that is exactly the prober's worst case (interval × threshold + timeout,
- * docs/health.md), so a fault landing just after a successful probe leaves the LB no time
- * to program the change: CI measured the last failure 7,022 ms after the fault once
- * (bound 7,000). The test therefore asserts what the prober guarantees, interval ×
- * threshold + timeout + 1 s (as lb-path.test.ts does), and prints the issue's bound and
- * whether it was met beside it; docs/reliability.md reports both. Root only; otherwise
+ * :10256/healthz): 8 s × 3 + 1 s = 25 s (ingress-gce pkg/l4/healthchecks). The prober re-probes a
+ * failing target after its fastinter (docs/health.md "Fast re-probe"), so it judges within
+ * interval × threshold and the extra second is the LB host's to program the change; before
+ * fastinter the worst case was interval × threshold + timeout, and CI missed the 7 s by
+ * 22 ms once. The test asserts the issue's bound itself. Root only; otherwise
  * skipped with the reason. The lab (`fnod<pid>`) is removed when the test ends, pass or
  * fail.
  */
@@ -23,7 +21,7 @@ import type { StreamEvent } from "./under-load.ts";
 const TOPOLOGY = "test/fixtures/lab/e2e/topology.yaml";
 const why = labUnavailable();
 
-test("a node dies (links down): new connections fail only within interval × unhealthyThreshold + timeout + 1 s", {
+test("a node dies (links down): new connections fail only within interval × unhealthyThreshold + 1 s", {
   timeout: 240_000,
 }, async (t) => {
   if (why) return t.skip(why);
@@ -31,8 +29,8 @@ test("a node dies (links down): new connections fail only within interval × unh
   const plans = planSnapshot(await lab.snapshot()).plans;
   const boundOf = (service: string) => {
     const check = plans.find((p) => p.service === service)!.healthChecks[0]!;
-    const issueMs = (check.intervalSeconds * check.unhealthyThreshold + 1) * 1000;
-    return { ms: issueMs + check.timeoutSeconds * 1000, issueMs, check };
+    const ms = (check.intervalSeconds * check.unhealthyThreshold + 1) * 1000;
+    return { ms, check };
   };
   const node = "node-a2";
   const nodeAddress = lab.host(node).ipv4;
@@ -51,10 +49,10 @@ test("a node dies (links down): new connections fail only within interval × unh
   ];
   for (const c of cases)
     await t.test(c.what, async (st) => {
-      const { ms, issueMs, check } = boundOf(c.service);
+      const { ms, check } = boundOf(c.service);
       try {
         const figures = await assertNodeLossBound(st, lab, {
-          what: `${c.what} (${check.id}: ${check.intervalSeconds} s × ${check.unhealthyThreshold} + ${check.timeoutSeconds} s + 1 s)`,
+          what: `${c.what} (${check.id}: ${check.intervalSeconds} s × ${check.unhealthyThreshold} + 1 s)`,
           client: "client-a",
           target: `${await lab.vip(c.service)}:${c.port}`,
           node,
@@ -62,10 +60,7 @@ test("a node dies (links down): new connections fail only within interval × unh
           fail: async () => lab.link(node, false),
           ...(c.through ? { through: c.through } : {}),
         });
-        const issueMet = (figures.lastWrongMs ?? 0) <= issueMs;
-        st.diagnostic(
-          `${c.what}: ${JSON.stringify(figures)}; the issue's bound (interval × threshold + 1 s = ${issueMs} ms) ${issueMet ? "met" : "missed"}`,
-        );
+        st.diagnostic(`${c.what}: ${JSON.stringify(figures)} (bound ${ms} ms)`);
       } finally {
         lab.link(node, true);
       }

@@ -63,8 +63,14 @@ export async function waitServing(lab: Lab, targets: readonly LoadTarget[]): Pro
   }
 }
 
-/** A new connection every `intervalMs` for `ms`. */
-export function streamLoad(lab: Lab, x: LoadTarget, ms: number, intervalMs = 20): Promise<StreamRun> {
+/** A new connection every `intervalMs` for `ms` (with `bind0`, each bound to port 0 first). */
+export function streamLoad(
+  lab: Lab,
+  x: LoadTarget,
+  ms: number,
+  intervalMs = 20,
+  bind0 = false,
+): Promise<StreamRun> {
   return lab.client(x.client, [
     "--mode",
     "stream",
@@ -76,6 +82,7 @@ export function streamLoad(lab: Lab, x: LoadTarget, ms: number, intervalMs = 20)
     String(intervalMs),
     "--timeout",
     "1000",
+    ...(bind0 ? ["--bind0"] : []),
   ]) as unknown as Promise<StreamRun>;
 }
 

@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { Command } from "commander";
-import { parseBindAddress, registerAgentCommand } from "../../src/cli/agent-command.ts";
+import { registerAgentCommand } from "../../src/cli/agent-command.ts";
+import { parseBindAddress } from "../../src/node-agent/agent-config.ts";
 import { fixturePath } from "./load-fixture.ts";
 import { freePort, httpGet } from "./net-helpers.ts";
 

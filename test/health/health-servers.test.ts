@@ -1,6 +1,6 @@
-// Contract tests of the node health servers against specs/endpointslice.md §4 and
-// specs/gke-l4.md §4.4: status codes, bodies, headers, node eligibility, weight counting,
-// servers opening and closing with the model, and a busy port as a finding.
+// Contract tests of the node health servers against kubernetes
+// pkg/proxy/healthcheck/service_health.go and proxy_health.go: status codes, bodies, headers, node
+// eligibility, weight counting, servers opening and closing with the model, and a busy port as a finding.
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:net";
 import { after, before, describe, it } from "node:test";

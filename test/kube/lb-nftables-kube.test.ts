@@ -12,8 +12,8 @@ import { type TestContext, test } from "node:test";
 import { FakeAnnouncer } from "../../src/announce/fake-announcer.ts";
 import { kubeReadHandler } from "../../src/cli/lb-kube.ts";
 import { type NftLbFlags, runNftablesLb } from "../../src/cli/lb-nftables.ts";
-import { FakeNftApplier } from "../../src/dataplane/fake-nft-applier.ts";
-import { createNftApplier, type NftApplier } from "../../src/dataplane/nft-applier.ts";
+import { FakeNft } from "../../src/drivers/fake-nft.ts";
+import { createNftDriver, type NftDriver } from "../../src/drivers/nft.ts";
 import { PasslbError } from "../../src/errors.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../netns.ts";
 import { eventually, fakeCluster, kubeSource } from "./kube-fixture.ts";
@@ -36,7 +36,7 @@ const FLAGS: NftLbFlags = {
  * the table took to converge (the VIP written while it was away programmed). */
 async function scenario(
   t: TestContext,
-  nft: NftApplier,
+  nft: NftDriver,
   sent: () => number,
   outageMs = 400,
   flags: NftLbFlags = FLAGS,
@@ -99,7 +99,7 @@ async function scenario(
 test("nftables data plane (fake nft) follows the cluster: status VIPs only, kept while the API is down, converges after", {
   timeout: 30_000,
 }, async (t) => {
-  const nft = new FakeNftApplier();
+  const nft = new FakeNft();
   await scenario(t, nft, () => nft.scripts.length);
 });
 
@@ -109,14 +109,14 @@ test("the same against the kernel: real nft in a throwaway network namespace", {
 }, async (t) => {
   const ns = createNetns("kube");
   t.after(() => deleteNetns(ns));
-  const real = createNftApplier({ netns: ns });
+  const real = createNftDriver({ netns: ns });
   let sent = 0;
-  const counting: NftApplier = {
-    apply: (script) => {
+  const counting: NftDriver = {
+    run: (tx) => {
       sent++;
-      return real.apply(script);
+      return real.run(tx);
     },
-    check: (script) => real.check(script),
+    check: (tx) => real.check(tx),
     dump: (table, options) => real.dump(table, options),
     counters: (table) => real.counters(table),
   };
@@ -128,7 +128,7 @@ test("--announce l2: the engine is told which VIPs this host can serve, and stop
 }, async (t) => {
   const api = await fakeCluster();
   t.after(() => api.close());
-  const nft = new FakeNftApplier();
+  const nft = new FakeNft();
   const fake = new FakeAnnouncer("lb-1");
   let peersGiven: unknown;
   const stop = new AbortController();
@@ -171,7 +171,7 @@ test("--announce bgp: the same Announcer calls and readiness; a failed pass make
 }, async (t) => {
   const api = await fakeCluster();
   t.after(() => api.close());
-  const nft = new FakeNftApplier();
+  const nft = new FakeNft();
   const fake = new FakeAnnouncer("lb-1", "bird");
   let peersGiven: unknown;
   const stop = new AbortController();
@@ -221,7 +221,7 @@ test("--announce bgp: the same Announcer calls and readiness; a failed pass make
 test("API server gone for 60 s, then back (issue 16 §1): the table untouched meanwhile, converged within 10 s after", {
   timeout: 120_000,
 }, async (t) => {
-  const nft = new FakeNftApplier();
+  const nft = new FakeNft();
   // with the LB's default drift check running through the outage
   const converged = await scenario(t, nft, () => nft.scripts.length, 60_000, {
     ...FLAGS,

@@ -15,6 +15,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
+import { serviceEventRecorder } from "../../src/cli/lb-events.ts";
+import { BgpStatusWriter } from "../../src/cluster/bgp-status-writer.ts";
 import { ControllerRuntime } from "../../src/controller/controller-runtime.ts";
 import { realClock } from "../../src/health/clock.ts";
 import type { FakeApiServer } from "../support/fake-api-server.ts";
@@ -80,13 +82,67 @@ test("deploy/ RBAC: every controller and LB code path runs with no 403, and ever
   });
   await a.start();
   await b.start();
-  // as `passlb lb --in-cluster --announce bgp` (no --bgp-peer) watches: LoadBalancerBGPPeers too
+  // as `passlb lb --in-cluster --announce bgp` (no --bgp-peer) watches: LoadBalancerBGPPeers
+  // too, and reads the one password Secret deploy/rbac-lb.yaml names
+  api.put({
+    apiVersion: "passlb.io/v1alpha1",
+    kind: "LoadBalancerBGPPeer",
+    metadata: { name: "tor-md5" },
+    spec: {
+      myASN: 64512,
+      peerASN: 64500,
+      peerAddress: "192.0.2.1",
+      passwordSecret: { name: "passlb-bgp-password" },
+    },
+  });
+  api.put({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "passlb-bgp-password", namespace: "passlb-system" },
+    type: "kubernetes.io/basic-auth",
+    data: { password: Buffer.from("tor key").toString("base64") },
+  });
   const lb = kubeSource(api, { bgpPeers: true }, "lb");
   t.after(() => lb.close());
   let lbReads = 0;
   await lb.start({ onChange: () => {}, onRead: (r) => void (r.ok && lbReads++) });
 
   await eventually(() => (web(api)?.status?.loadBalancer?.ingress ?? []).length === 1, "a VIP", 10_000);
+  await eventually(
+    () =>
+      JSON.stringify(lb.bgpSecrets.get("passlb-system/passlb-bgp-password")) ===
+      JSON.stringify({ type: "kubernetes.io/basic-auth", password: "tor key" }),
+    "the password Secret read by name",
+    10_000,
+  );
+  // and writes its conditions on the peers and advertisements (status.hosts.<host>)
+  const writer = new BgpStatusWriter({ kubeConfig: api.kubeConfig("lb"), host: "lb-1", now: Date.now });
+  assert.deepEqual(
+    await writer.write([
+      {
+        kind: "LoadBalancerBGPPeer",
+        name: "tor-md5",
+        conditions: [{ type: "Accepted", status: "True", reason: "Selected", message: "" }],
+      },
+    ]),
+    [],
+  );
+  api.put({
+    apiVersion: "passlb.io/v1alpha1",
+    kind: "LoadBalancerBGPAdvertisement",
+    metadata: { name: "all" },
+    spec: {},
+  });
+  assert.deepEqual(
+    await writer.write([
+      {
+        kind: "LoadBalancerBGPAdvertisement",
+        name: "all",
+        conditions: [{ type: "Accepted", status: "True", reason: "Applied", message: "" }],
+      },
+    ]),
+    [],
+  );
   assert.deepEqual(web(api)?.metadata.finalizers, ["service.kubernetes.io/load-balancer-cleanup"]);
   await eventually(() => ours(api)[0]?.endpoints?.length === 2, "passlb's slice", 10_000);
   await eventually(
@@ -96,6 +152,23 @@ test("deploy/ RBAC: every controller and LB code path runs with no 403, and ever
     "pool status",
   );
   assert.match(String(leaseOf(api)?.spec.renewTime), /\.\d{6}Z$/, "renewTime as MicroTime");
+
+  // an LB host's wire check sees two MACs answer for the VIP: an Event on the Service
+  const errors: string[] = [];
+  serviceEventRecorder(api.kubeConfig("lb"), "lb-1", (e) => errors.push(e))(
+    ["shop/web"],
+    "Warning",
+    "duplicate_answer",
+    "203.0.113.1: 2 answers: 5e:b5:dc:86:86:80 (lb-1), 86:df:f1:ec:47:3e (unknown device)",
+  );
+  await eventually(
+    () =>
+      api
+        .findAll("v1", "Event", "shop")
+        .some((e) => (e as Obj).reason === "DuplicateAnswer" && (e as Obj).source?.component === "passlb-lb"),
+    "the LB host's Event on the Service",
+  );
+  assert.deepEqual(errors, []);
 
   // a Pod goes unready: the slice is updated
   const pod = api.find("v1", "Pod", "web-2", "shop") as Obj;

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { readManifests } from "../../src/cluster/manifest-files.ts";
-import { agentRulesFromSnapshot } from "../../src/dataplane/agent-rules-snapshot.ts";
-import { agentRuleset } from "../../src/dataplane/agent-ruleset.ts";
 import { decodeDocuments } from "../../src/k8s/decode.ts";
 import type { Snapshot } from "../../src/k8s/snapshot.ts";
+import { agentRulesFromSnapshot } from "../../src/node-agent/agent-rules-snapshot.ts";
+import { agentRuleset } from "../../src/node-agent/agent-ruleset.ts";
 import { assertGolden } from "../golden.ts";
 
 const FIXTURES = "test/fixtures/lab/agent";

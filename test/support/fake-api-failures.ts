@@ -42,6 +42,11 @@ export class FakeFailures {
     this.#rules.push({ ...rule, left: rule.count ?? 1 });
   }
 
+  /** Drops every rule not used up yet. */
+  clear(): void {
+    this.#rules.length = 0;
+  }
+
   /** Throws the injected failure for this request, if one is due. */
   check(verb: FakeVerb, key: string, sub: string): void {
     const i = this.#rules.findIndex((f) => {

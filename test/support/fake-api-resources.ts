@@ -92,6 +92,8 @@ export const FAKE_RESOURCES: readonly FakeResource[] = [
   ]),
   r("", "v1", "namespaces", "Namespace", false, true, ["metadata.name", "status.phase"]),
   r("", "v1", "endpoints", "Endpoints", true, false),
+  // Secret field labels: kubernetes pkg/apis/core/v1/conversion.go (metadata.*, type)
+  r("", "v1", "secrets", "Secret", true, false, [...META_LABELS, "type"]),
   r("", "v1", "events", "Event", true, false, [
     "involvedObject.kind",
     "involvedObject.namespace",

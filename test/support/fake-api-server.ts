@@ -289,6 +289,11 @@ export class FakeApiServer {
     this.#state.failures.add(rule);
   }
 
+  /** Test hook: the failures injected by failNext and not used up yet are dropped. */
+  clearFailures(): void {
+    this.#state.failures.clear();
+  }
+
   /** Requests seen: `count("patch", "services", "status")`; any field left out matches all. */
   count(verb?: FakeVerb, resource?: string, subresource?: string): number {
     let n = 0;

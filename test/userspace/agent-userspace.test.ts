@@ -9,7 +9,7 @@ import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { registerAgentCommand } from "../../src/cli/agent-command.ts";
-import { encodeProxyV2 } from "../../src/dataplane/userspace/proxy-protocol.ts";
+import { encodeProxyV2 } from "../../src/lb-host/userspace/proxy-protocol.ts";
 import { until } from "./clients.ts";
 
 const DIR = fileURLToPath(new URL("../fixtures/userspace/agent/", import.meta.url));

@@ -13,9 +13,9 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { ALL_UNKNOWN, serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
-import { decodeProxyV2 } from "../../src/dataplane/userspace/proxy-protocol.ts";
-import { UserspaceLb } from "../../src/dataplane/userspace/userspace-lb.ts";
+import { ALL_UNKNOWN, serviceForwarding } from "../../src/forwarding/forwarding-state.ts";
+import { decodeProxyV2 } from "../../src/lb-host/userspace/proxy-protocol.ts";
+import { UserspaceLb } from "../../src/lb-host/userspace/userspace-lb.ts";
 import { testPlan } from "./plans.ts";
 
 /** the byte at position `i` of a test stream */

@@ -165,10 +165,40 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
     vips: [vipReady(WEB), vipReady("127.0.1.150", "no_healthy_backend")],
     generation: 1,
   });
-  obs.observer.announcement(() => announcer.status());
+  // with what the wire says (lb-wire.ts adds it): a second MAC answers for WEB, a foreign
+  // VRRP speaker on VRID 3
+  const message = `${WEB}: 2 answers: 5e:b5:dc:86:86:80 (lb-1), 86:df:f1:ec:47:3e (unknown device)`;
+  const foreign = {
+    interface: "eth0",
+    family: "IPv4" as const,
+    vrid: 3,
+    source: "192.0.2.9",
+    mac: "86:df:f1:ec:47:3e",
+    priority: 254,
+    lastSeen: 0,
+    adverts: 4,
+  };
+  obs.observer.announcement(() => ({
+    ...announcer.status(),
+    wire: {
+      checkedAt: Date.now(),
+      periodMs: 10_000,
+      errors: [],
+      vips: [{ vip: WEB, problem: "duplicate_answer", answers: [], message }],
+      vrrp: { watching: true, interface: "eth0", range: { first: 1, last: 255 }, foreign: [foreign] },
+    },
+  }));
   await page.goto(url, { timeout: 10_000 });
   await page.locator(`tr.avip[data-vip="${WEB}"][data-state="held"]`).waitFor({ timeout: 3_000 });
   assert.equal(await page.locator('tr.avip[data-vip="127.0.1.150"]').getAttribute("data-state"), "withdrawn");
+  await page
+    .locator(`tr.avip[data-vip="${WEB}"] td[data-wire="duplicate_answer"]`)
+    .waitFor({ timeout: 2_000 });
+  assert.equal(
+    await page.locator('tr.avip[data-vip="127.0.1.150"] td').last().getAttribute("data-wire"),
+    "unchecked",
+  );
+  assert.match((await page.locator('[data-foreign-vrid="3"]').textContent()) ?? "", /192\.0\.2\.9 .* VRID 3/);
 
   for (const plan of run.plans) {
     const card = page.locator(`.service[data-service="${plan.service}"]`);

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { forwardFromFlags } from "../../src/dataplane/encap.ts";
-import { type MemberHealth, serviceForwarding } from "../../src/dataplane/forwarding-state.ts";
+import { type MemberHealth, serviceForwarding } from "../../src/forwarding/forwarding-state.ts";
+import { forwardFromFlags } from "../../src/lb-host/routing/encap.ts";
 import { type DashboardInput, dashboardState, STRIP_CELLS } from "../../src/web/dashboard-state.ts";
 import { assertGolden } from "../golden.ts";
 import { webPlans } from "../support/web-fixture.ts";

@@ -38,6 +38,9 @@ export interface BgpAnnouncerOptions {
   readonly convergeMs: number;
   readonly sleep: (ms: number) => Promise<void>;
   readonly onEvent?: (e: BgpEvent) => void;
+  /** the kernel-table routes of a ready VIP (default: its host route); read at every reconcile,
+   * so it may follow the LoadBalancerBGPAdvertisements */
+  readonly routesFor?: (vip: string) => readonly string[];
 }
 
 const NOT_STARTED: SpeakerState = {
@@ -135,7 +138,7 @@ export class BgpAnnouncer {
   async #pass(): Promise<void> {
     try {
       const present = await this.#o.routes.list();
-      const { add, remove } = routeChanges(this.#readiness, present);
+      const { add, remove } = routeChanges(this.#readiness, present, this.#o.routesFor);
       for (const vip of remove) await this.#o.routes.remove(vip);
       for (const vip of add) await this.#o.routes.add(vip);
       this.#present = new Set([...present.filter((v) => !remove.includes(v)), ...add]);

@@ -8,7 +8,7 @@
  * - A VIP counts as *announced* when its route is in the table and a BGP session of its
  *   address family is established; otherwise it is withdrawn, with the reason.
  * No election: every LB host that can serve a VIP announces it, and the routers' ECMP
- * spreads flows over them (specs/scale-out.md §D: identical Maglev tables make any LB host
+ * spreads flows over them (docs/maglev.md: identical Maglev tables make any LB host
  * send a flow to the same node).
  */
 import type { VipReadiness } from "../announcer.ts";
@@ -17,8 +17,11 @@ import type { IpFamily, SpeakerState, VipAnnouncement } from "./bgp-types.ts";
 export function routeChanges(
   readiness: readonly VipReadiness[],
   present: readonly string[],
+  /** the table's routes of a ready VIP: its host route and its aggregates (bgp-advertisements.ts routesFor) */
+  routesFor: (vip: string) => readonly string[] = (vip) => [vip],
 ): { add: string[]; remove: string[] } {
-  const want = new Set(readiness.filter((s) => s.ready).map((s) => s.vip));
+  // an aggregate stays while any of its VIPs is ready, and goes with the last one
+  const want = new Set(readiness.filter((s) => s.ready).flatMap((s) => routesFor(s.vip)));
   const have = new Set(present);
   return {
     add: [...want].filter((v) => !have.has(v)).sort(),

@@ -79,8 +79,15 @@ test("the same calls and status shape as keepalived: held while announced, withd
     health: "degraded",
     findings: ["BGP peer2 (fd00:198:51:100::1) is Active"],
     sessions: [
-      { peer: "198.51.100.1", state: "Established", established: true, bfd: "Up" },
-      { peer: "fd00:198:51:100::1", state: "Active", established: false },
+      {
+        peer: "198.51.100.1",
+        state: "Established",
+        established: true,
+        bfd: "Up",
+        name: "peer1",
+        exported: 1,
+      },
+      { peer: "fd00:198:51:100::1", state: "Active", established: false, name: "peer2", exported: 0 },
     ],
   });
   assert.deepEqual(

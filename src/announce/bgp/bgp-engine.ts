@@ -24,6 +24,7 @@ import type {
   SpeakerView,
 } from "../announcer.ts";
 import { BgpAnnouncer, type BgpAnnouncerOptions, type BgpEvent } from "./bgp-announcer.ts";
+import type { SpeakerState } from "./bgp-types.ts";
 
 export interface BgpEngineOptions extends Omit<BgpAnnouncerOptions, "onEvent"> {
   /** this LB host's name, for the status */
@@ -73,6 +74,11 @@ export class BgpEngine implements Announcer {
   /** One reconcile now; resolves when the table and the status follow the last input (tests). */
   reconcile(): Promise<void> {
     return this.#announcer.reconcile();
+  }
+
+  /** the speaker as last read (sessions by protocol name, BFD, exports; bgp-conditions.ts) */
+  get speakerState(): SpeakerState {
+    return this.#announcer.speaker;
   }
 
   status(): AnnouncerStatus {
@@ -150,7 +156,15 @@ function speakerView(announcer: BgpAnnouncer): SpeakerView {
     findings: s.findings,
     sessions: s.sessions.map((x) => {
       const bfd = s.bfd.find((b) => b.peer === x.peer)?.state;
-      return { peer: x.peer, state: x.state, established: x.established, ...(bfd && { bfd }) };
+      return {
+        peer: x.peer,
+        state: x.state,
+        established: x.established,
+        ...(bfd && { bfd }),
+        name: x.name,
+        exported: x.exported,
+        ...(x.lastError && { lastError: x.lastError }),
+      };
     }),
   };
 }

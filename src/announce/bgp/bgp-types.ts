@@ -8,7 +8,7 @@
  *
  * It does not decide readiness (../announcer.ts `vipReadiness` does, from the data plane) nor
  * elect anything: on a routed LB tier every host that can serve a VIP announces it, and the
- * routers spread flows over them with ECMP (specs/scale-out.md §0, §D).
+ * routers spread flows over them with ECMP (docs/vip-announce.md "L2 or BGP?", docs/maglev.md).
  */
 
 import type { IpFamily } from "../announcer.ts";
@@ -28,11 +28,14 @@ export interface VipAnnouncement {
  * values for this session only; absent, the session takes the settings' (the flags'). */
 export interface BgpPeer {
   readonly address: string;
-  readonly asn: number;
+  /** the router's AS; absent with `dynamicAsn` */
+  readonly asn?: number;
+  /** accept the AS the router sends, internal (= ours) or external (≠ ours): BIRD `neighbor X internal|external` */
+  readonly dynamicAsn?: "internal" | "external";
   readonly family: IpFamily;
   /** the LoadBalancerBGPPeer it came from (a comment in bird.conf; the protocol stays peerN) */
   readonly source?: string;
-  /** this host's ASN on this session (LoadBalancerBGPPeer myASN) */
+  /** this host's ASN on this session (LoadBalancerBGPPeer localASN, else myASN) */
   readonly localAsn?: number;
   /** the router's TCP port (179 when absent) */
   readonly port?: number;
@@ -42,10 +45,47 @@ export interface BgpPeer {
   readonly connectRetrySeconds?: number;
   /** BFD on this session; absent: whenever `settings.bfd` is set */
   readonly bfd?: boolean;
+  /** this session's own BFD timing (BIRD's per-session `bfd { … }` block) */
+  readonly bfdTiming?: BfdTiming;
   /** communities added to the VIP routes sent to this peer, after the settings' ones */
   readonly communities?: readonly string[];
   /** LOCAL_PREF on the VIP routes sent to this peer (iBGP sessions only) */
   readonly localPref?: number;
+  /** this host's address on the session (BIRD `source address`) */
+  readonly sourceAddress?: string;
+  /** TCP MD5 key; checked by k8s/load-balancer-bgp-peer.ts passwordProblem */
+  readonly password?: string;
+  /** the router is several hops away: BIRD `multihop 255` */
+  readonly multihop?: boolean;
+  /** RFC 4724 graceful restart on this session */
+  readonly gracefulRestart?: boolean;
+  /** BGP identifier of this session (BIRD per-protocol `router id`) */
+  readonly routerId?: string;
+  readonly vrf?: string;
+  /** carry both address families over this session */
+  readonly dualStack?: boolean;
+  /** what this session exports, per family (LoadBalancerBGPAdvertisements: bgp-advertisements.ts);
+   * absent: every host route of the session's family(ies) */
+  readonly exports?: Readonly<Partial<Record<IpFamily, readonly ExportRule[]>>>;
+}
+
+export interface BfdTiming {
+  readonly receiveMs: number;
+  readonly transmitMs: number;
+  readonly multiplier: number;
+  readonly passive: boolean;
+}
+
+/** One advertisement's part of a session's export filter: the routes it matches (BIRD prefix
+ * set items such as `198.51.100.0/24{32,32}`) and what it adds to them. */
+export interface ExportRule {
+  /** `LoadBalancerBGPAdvertisement NAME`, or `implicit` */
+  readonly from: string;
+  readonly prefixes: readonly string[];
+  readonly communities: readonly string[];
+  readonly localPref?: number;
+  /** adds its attributes to what other rules select, selects nothing itself (a peer's own ipv4/ipv6 block) */
+  readonly attributesOnly?: boolean;
 }
 
 /** Everything the speaker's configuration is rendered from (identical on every LB host but `routerId`). */

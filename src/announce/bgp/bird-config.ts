@@ -1,6 +1,6 @@
 /**
  * Renders BIRD 2's configuration for an LB host (docs/vip-announce.md "BGP", the settings
- * of specs/scale-out.md §B.1 and §E). Pure: settings in, the text of `bird.conf` out; the
+ * of docs/vip-announce.md "How a VIP is announced"). Pure: settings in, the text of `bird.conf` out; the
  * same settings always give the same text (golden-tested, and parsed by `bird -p` in the
  * test where BIRD is installed).
  *
@@ -16,16 +16,19 @@
  *   identical attributes on every LB host: origin IGP, no MED, the path this ASN alone (the
  *   routers put only equal paths into ECMP: scale-out.md §E.1, GoBGP's default origin `?`
  *   kept its paths out), `next hop self` (the host's address on the session toward the peer).
- * - `graceful restart off` (§E.5: GR turns a dead LB host into a black hole), `error wait
+ * - `graceful restart off` unless a peer asks for it (§E.5: GR turns a dead LB host into a
+ *   black hole), `error wait
  *   time 1, 10` and a short `connect retry time` (§E.3: BIRD's default 60 s left a
  *   BFD-downed session idle), `hold time` with keepalive a third of it (the backstop when BFD
  *   is not up, §E.2), `bfd on` with one `bfd` protocol at interval × multiplier.
  * - `import none`: the LB host takes no routes from the routers.
  *
- * - Per session (a LoadBalancerBGPPeer's, bgp-peer-config.ts): its own local ASN, port, hold,
- *   keepalive and connect retry times, BFD on or off, and, with communities or LOCAL_PREF of
- *   its own, its own export filter `passlb_export_peerN` (the same routes, more attributes);
- *   an iBGP session (local ASN = peer ASN) is `direct`, like eBGP: the router is on the link.
+ * - Per session (a LoadBalancerBGPPeer's, bgp-peer-config.ts): every MetalLB BGPPeer setting
+ *   (docs/vip-announce.md "Field reference": local/peer/dynamic ASN, port, source address,
+ *   timers, router id, TCP MD5 password, BFD timing, graceful restart, multihop, VRF, both
+ *   families) and its own export filter per family from its advertisement rules
+ *   (`passlb_out_<protocol>_<family>`: which prefixes, with which communities and LOCAL_PREF);
+ *   an iBGP session is `direct` unless multihop: the router is on the link.
  *   With no peer at all (no LoadBalancerBGPPeer selects this host yet) only the kernel
  *   protocols are rendered: BIRD runs and announces nothing.
  *
@@ -36,9 +39,20 @@ import type { BgpPeer, BgpSettings } from "./bgp-types.ts";
 
 export const KERNEL_PROTOCOL = { IPv4: "vips4", IPv6: "vips6" } as const;
 
-/** protocol names of the peers, in `settings.peers` order: `peer1`, `peer2`, … */
-export function peerProtocolName(index: number): string {
-  return `peer${index + 1}`;
+/**
+ * Protocol names of the peers, in `settings.peers` order: `peer1`, `peer2`, … for the flags'
+ * peers; `p_<object name>` for a LoadBalancerBGPPeer's, so that adding or removing another
+ * object never renames (and so never restarts) this session: BIRD `configure` matches
+ * protocols by name (CZ-NIC/bird nest/proto.c protos_commit).
+ */
+export function peerProtocolNames(peers: readonly BgpPeer[]): string[] {
+  const used = new Set<string>();
+  return peers.map((p, i) => {
+    let name = p.source ? `p_${p.source.replace(/[^A-Za-z0-9_]/g, "_")}` : `peer${i + 1}`;
+    while (used.has(name)) name = `${name}_`;
+    used.add(name);
+    return name;
+  });
 }
 
 export function renderBirdConfig(settings: BgpSettings): string {
@@ -62,14 +76,18 @@ export function renderBirdConfig(settings: BgpSettings): string {
       "",
     );
   }
-  if (settings.bfd && settings.peers.some((p) => p.bfd ?? true)) lines.push(...bfdProtocol(settings.bfd), "");
+  lines.push(...bfdProtocols(settings));
   for (const family of ["IPv4", "IPv6"] as const) {
     if (!settings.peers.some((p) => p.family === family && !ownFilter(p))) continue;
     lines.push(...exportFilter(filterName(family), family, settings.communities), "");
   }
+  const names = peerProtocolNames(settings.peers);
   settings.peers.forEach((peer, i) => {
-    const name = peerProtocolName(i);
-    if (ownFilter(peer))
+    const name = names[i]!;
+    if (peer.exports)
+      for (const family of familiesOf(peer))
+        lines.push(...rulesFilter(`passlb_out_${name}_${channelOf(family)}`, family, settings, peer), "");
+    else if (ownFilter(peer))
       lines.push(
         ...exportFilter(
           `passlb_export_${name}`,
@@ -85,16 +103,37 @@ export function renderBirdConfig(settings: BgpSettings): string {
 }
 
 const filterName = (family: "IPv4" | "IPv6") => `passlb_export_${family === "IPv4" ? "v4" : "v6"}`;
+const channelOf = (family: "IPv4" | "IPv6") => (family === "IPv4" ? "ipv4" : "ipv6");
+const familiesOf = (p: BgpPeer) => (p.dualStack ? (["IPv4", "IPv6"] as const) : ([p.family] as const));
 
-/** a peer with communities or LOCAL_PREF of its own gets its own export filter */
-const ownFilter = (p: BgpPeer) => (p.communities?.length ?? 0) > 0 || p.localPref !== undefined;
+/** a flags-mode peer with communities or LOCAL_PREF of its own gets its own export filter */
+const ownFilter = (p: BgpPeer) =>
+  p.exports !== undefined || (p.communities?.length ?? 0) > 0 || p.localPref !== undefined;
 
-function bfdProtocol(bfd: NonNullable<BgpSettings["bfd"]>): string[] {
-  const rx = bfd.receiveMs ?? bfd.intervalMs;
-  const tx = bfd.transmitMs ?? bfd.intervalMs;
-  // BIRD doc "BFD": `interval` sets both; `min rx interval` / `min tx interval` one each
-  const timing = rx === tx ? `interval ${rx} ms;` : `min rx interval ${rx} ms; min tx interval ${tx} ms;`;
-  return ["protocol bfd {", `  interface "*" { ${timing} multiplier ${bfd.multiplier}; };`, "}"];
+/** Whether the session runs BFD: its own timing, or the host's (`--bfd-*` flags). */
+export function sessionHasBfd(p: BgpPeer, s: BgpSettings): boolean {
+  if (p.bfd === false) return false;
+  return p.bfdTiming !== undefined || s.bfd !== undefined;
+}
+
+/** One `protocol bfd` per VRF with BFD sessions (BIRD doc "BFD": a bfd protocol serves one
+ * VRF); the flags' host-wide timing on its interface block, per-session timing in each bgp's `bfd { }`. */
+function bfdProtocols(s: BgpSettings): string[] {
+  const vrfs = [...new Set(s.peers.filter((p) => sessionHasBfd(p, s)).map((p) => p.vrf ?? ""))].sort();
+  const out: string[] = [];
+  for (const vrf of vrfs) {
+    const name = vrf === "" ? "" : ` passlb_bfd_${vrf.replace(/[^A-Za-z0-9_]/g, "_")}`;
+    const body: string[] = vrf === "" ? [] : [`  vrf "${vrf}";`];
+    if (s.bfd && vrf === "") {
+      const rx = s.bfd.receiveMs ?? s.bfd.intervalMs;
+      const tx = s.bfd.transmitMs ?? s.bfd.intervalMs;
+      // BIRD doc "BFD": `interval` sets both; `min rx interval` / `min tx interval` one each
+      const timing = rx === tx ? `interval ${rx} ms;` : `min rx interval ${rx} ms; min tx interval ${tx} ms;`;
+      body.push(`  interface "*" { ${timing} multiplier ${s.bfd.multiplier}; };`);
+    }
+    out.push(`protocol bfd${name} {`, ...body, "}", "");
+  }
+  return out;
 }
 
 function exportFilter(
@@ -104,18 +143,11 @@ function exportFilter(
   localPref?: number,
 ): string[] {
   const len = family === "IPv4" ? 32 : 128;
-  // BIRD doc "BGP route attributes": bgp_community (pairs), bgp_large_community (triples)
-  const adds = communities.map((c) => {
-    const parts = c.split(":");
-    return parts[0] === "large"
-      ? ` bgp_large_community.add((${parts[1]}, ${parts[2]}, ${parts[3]}));`
-      : ` bgp_community.add((${parts[0]}, ${parts[1]}));`;
-  });
   const pref = localPref === undefined ? "" : ` bgp_local_pref = ${localPref};`;
   return [
     `filter ${name} {`,
     `  if proto = "${KERNEL_PROTOCOL[family]}" && net.len = ${len} then {`,
-    `    bgp_origin = ORIGIN_IGP;${adds.join("")}${pref}`,
+    `    bgp_origin = ORIGIN_IGP;${communityAdds(communities)}${pref}`,
     "    accept;",
     "  }",
     "  reject;",
@@ -123,28 +155,90 @@ function exportFilter(
   ];
 }
 
+/** BIRD doc "BGP route attributes": bgp_community (pairs), bgp_large_community (triples) */
+function communityAdds(communities: readonly string[]): string {
+  return communities
+    .map((c) => {
+      const parts = c.split(":");
+      return parts[0] === "large"
+        ? ` bgp_large_community.add((${parts[1]}, ${parts[2]}, ${parts[3]}));`
+        : ` bgp_community.add((${parts[0]}, ${parts[1]}));`;
+    })
+    .join("");
+}
+
+/**
+ * A session's export filter from its advertisement rules (bgp-advertisements.ts): only routes
+ * learned from the kernel table; each rule adds its communities and LOCAL_PREF to the routes
+ * in its prefix set; the union of the selecting rules' sets is accepted, the rest rejected.
+ * Depends on pools and advertisements, never on VIPs: a VIP change reloads nothing.
+ */
+function rulesFilter(name: string, family: "IPv4" | "IPv6", s: BgpSettings, peer: BgpPeer): string[] {
+  const rules = peer.exports?.[family] ?? [];
+  const body = [
+    `filter ${name} {`,
+    `  if proto != "${KERNEL_PROTOCOL[family]}" then reject;`,
+    `  bgp_origin = ORIGIN_IGP;${communityAdds(s.communities)}`,
+  ];
+  for (const r of rules) {
+    const adds = communityAdds(r.communities);
+    const pref = r.localPref === undefined ? "" : ` bgp_local_pref = ${r.localPref};`;
+    if (adds === "" && pref === "") continue;
+    body.push(`  # ${r.from}`, `  if net ~ [ ${r.prefixes.join(", ")} ] then {${adds}${pref} }`);
+  }
+  const selected = [...new Set(rules.filter((r) => !r.attributesOnly).flatMap((r) => r.prefixes))];
+  if (selected.length > 0) body.push(`  if net ~ [ ${selected.join(", ")} ] then accept;`);
+  body.push("  reject;", "}");
+  return body;
+}
+
 function bgpProtocol(name: string, peer: BgpPeer, s: BgpSettings): string[] {
-  const channel = peer.family === "IPv4" ? "ipv4" : "ipv6";
   const hold = peer.holdSeconds ?? s.holdSeconds;
   const keepalive = peer.keepaliveSeconds ?? Math.max(1, Math.floor(hold / 3));
   const port = peer.port === undefined || peer.port === 179 ? "" : ` port ${peer.port}`;
-  const filter = ownFilter(peer) ? `passlb_export_${name}` : filterName(peer.family);
+  const remote = peer.dynamicAsn ?? `as ${peer.asn}`;
+  const internal = peer.dynamicAsn ? peer.dynamicAsn === "internal" : (peer.localAsn ?? s.asn) === peer.asn;
+  const channels = familiesOf(peer).map((f) => {
+    const filter = peer.exports
+      ? `passlb_out_${name}_${channelOf(f)}`
+      : ownFilter(peer)
+        ? `passlb_export_${name}`
+        : filterName(f);
+    return `  ${channelOf(f)} { import none; export filter ${filter}; next hop self; };`;
+  });
   return [
     `protocol bgp ${name} {`,
     ...(peer.source ? [`  description "${peer.source}";`] : []),
+    ...(peer.vrf ? [`  vrf "${peer.vrf}";`] : []),
+    ...(peer.routerId ? [`  router id ${peer.routerId};`] : []),
     `  local as ${peer.localAsn ?? s.asn};`,
-    `  neighbor ${peer.address}${port} as ${peer.asn};`,
-    // iBGP is multihop by default in BIRD (and BFD then wants a local address): the routers
-    // of an LB tier are on the host's own link, as for eBGP (BIRD doc "BGP": `direct`)
-    ...((peer.localAsn ?? s.asn) === peer.asn ? ["  direct;"] : []),
-    ...(s.bfd && (peer.bfd ?? true) ? ["  bfd on;"] : []),
-    "  graceful restart off;",
+    `  neighbor ${peer.address}${port} ${remote};`,
+    ...(peer.sourceAddress ? [`  source address ${peer.sourceAddress};`] : []),
+    // eBGP multihop: TTL 255 as FRR's `ebgp-multihop` (a bare `multihop` is 64: proto/bgp/config.Y).
+    // iBGP is multihop by default in BIRD (its BFD then multihop too, which a ToR's
+    // single-hop BFD never answers): the routers of an LB tier are on the link (BIRD doc "BGP": `direct`)
+    ...(peer.multihop ? ["  multihop 255;"] : internal ? ["  direct;"] : []),
+    ...(peer.password !== undefined ? [`  password "${peer.password}";`] : []),
+    ...bfdLines(peer, s),
+    ...(peer.gracefulRestart
+      ? ["  graceful restart on;", "  graceful restart time 120;", "  long lived graceful restart off;"]
+      : ["  graceful restart off;"]),
     `  hold time ${hold};`,
-    `  keepalive time ${keepalive};`,
+    ...(hold === 0 ? [] : [`  keepalive time ${keepalive};`]),
     `  connect retry time ${peer.connectRetrySeconds ?? s.connectRetrySeconds};`,
     "  error wait time 1, 10;",
-    `  ${channel} { import none; export filter ${filter}; next hop self; };`,
+    ...channels,
     "}",
+  ];
+}
+
+function bfdLines(peer: BgpPeer, s: BgpSettings): string[] {
+  if (!sessionHasBfd(peer, s)) return [];
+  const t = peer.bfdTiming;
+  if (!t) return ["  bfd on;"];
+  // BIRD doc "BGP" `bfd { options }`: per-session BFD options, applied without a session reset
+  return [
+    `  bfd { min rx interval ${t.receiveMs} ms; min tx interval ${t.transmitMs} ms; multiplier ${t.multiplier}; passive ${t.passive ? "on" : "off"}; };`,
   ];
 }
 
@@ -152,8 +246,19 @@ function check(s: BgpSettings): void {
   const asn = (n: number) => Number.isInteger(n) && n >= 1 && n <= 4294967295;
   if (!asn(s.asn)) throw new Error(`bird-config: bad local ASN ${s.asn}`);
   for (const p of s.peers) {
-    if (!asn(p.asn) || (p.localAsn !== undefined && !asn(p.localAsn)))
+    if ((p.dynamicAsn === undefined && !asn(p.asn ?? 0)) || (p.localAsn !== undefined && !asn(p.localAsn)))
       throw new Error(`bird-config: bad ASN ${p.asn} of ${p.address}`);
+    if (p.password !== undefined && (/["\n\r\0]/.test(p.password) || p.password === ""))
+      throw new Error(`bird-config: a password BIRD cannot carry for ${p.address}`);
+    if (p.vrf !== undefined && !/^[A-Za-z0-9_.-]{1,15}$/.test(p.vrf))
+      throw new Error(`bird-config: bad vrf of ${p.address}`);
+    for (const r of [...(p.exports?.IPv4 ?? []), ...(p.exports?.IPv6 ?? [])]) {
+      for (const x of r.prefixes)
+        if (!/^[0-9a-fA-F.:]+\/\d{1,3}\{\d{1,3},\d{1,3}\}$/.test(x))
+          throw new Error(`bird-config: bad prefix ${x}`);
+      for (const c of r.communities) checkCommunity(c);
+      if (r.from.includes("\n")) throw new Error("bird-config: bad rule source");
+    }
     if (p.source !== undefined && !/^[A-Za-z0-9._-]+$/.test(p.source))
       throw new Error(`bird-config: bad peer source ${p.source}`);
     const hold = p.holdSeconds ?? s.holdSeconds;

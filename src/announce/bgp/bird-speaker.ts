@@ -10,8 +10,8 @@
  *   configure` loads the new file; sessions whose settings did not change stay up) or starts
  *   `bird -f -c … -s … -P …` detached, in its own process group, logging to `bird.log`.
  *   Detached on purpose: if passlb crashes, BIRD keeps announcing what the kernel table
- *   holds while the kernel keeps forwarding (specs/scale-out.md §B.1 "Why BIRD with a kernel
- *   table"); the next passlb adopts it.
+ *   holds while the kernel keeps forwarding (docs/vip-announce.md "How a VIP is announced",
+ *   "passlb crashes, the host lives"); the next passlb adopts it.
  * - `state()`: `show protocols all` and `show bfd sessions`, parsed by bird-status.ts.
  * - `stop()`: `birdc down` (BIRD closes its sessions with a Cease notification and exits),
  *   then waits for the pid; SIGTERM after 3 s.
@@ -34,8 +34,9 @@ export interface BgpSpeaker {
   /** configure and make sure the speaker runs; a refused configuration throws (announce_failed) */
   start(config: string): Promise<void>;
   state(): Promise<SpeakerState>;
-  /** close the sessions and end the process */
-  stop(): Promise<void>;
+  /** close the sessions and end the process; `gracefulRestart`: end it so that graceful-restart
+   * peers keep its routes (stale) until the next start (`birdc graceful restart`) */
+  stop(options?: { readonly gracefulRestart?: boolean }): Promise<void>;
 }
 
 export interface BirdPaths {
@@ -95,12 +96,17 @@ export function birdSpeaker(options: {
   /** BFD is configured (then every session needs an Up BFD session to count as healthy);
    * a function of the peer addresses with BFD when it follows the configuration (LoadBalancerBGPPeers) */
   bfd: boolean | (() => ReadonlySet<string>);
+  /** the peer addresses whose sessions have a TCP MD5 key (for the "why down" finding) */
+  md5?: () => ReadonlySet<string>;
   bird?: string;
   birdc?: string;
   /** start BIRD inside this network namespace (`ip netns exec`; tests) */
   netns?: string;
   /** BIRD is someone else's process (a sidecar) on the state directory's socket */
   external?: boolean;
+  /** start BIRD in graceful-restart recovery (`bird -R`): after a `stop({ gracefulRestart })`,
+   * peers keep the stale routes until BIRD has re-announced (BIRD doc "Running BIRD" -R) */
+  recover?: boolean;
   /** external: how long to wait for its socket (default 30 s) */
   externalWaitMs?: number;
 }): BgpSpeaker {
@@ -147,7 +153,16 @@ export function birdSpeaker(options: {
         return;
       }
       const log = openSync(paths.log, "a");
-      const argv = ["-f", "-c", paths.config, "-s", paths.socket, "-P", paths.pid];
+      const argv = [
+        "-f",
+        ...(options.recover ? ["-R"] : []),
+        "-c",
+        paths.config,
+        "-s",
+        paths.socket,
+        "-P",
+        paths.pid,
+      ];
       const [cmd, args] = options.netns
         ? ["ip", ["netns", "exec", options.netns, bird, ...argv]]
         : [bird, argv];
@@ -179,12 +194,13 @@ export function birdSpeaker(options: {
       const any = typeof bfdOn === "boolean" ? bfdOn : bfdOn.size > 0;
       const protocols = await control("show", "protocols", "all");
       const bfd = any && protocols !== undefined ? await control("show", "bfd", "sessions") : undefined;
-      return birdSpeakerState(protocols, bfd, bfdOn);
+      return birdSpeakerState(protocols, bfd, bfdOn, options.md5?.());
     },
-    async stop() {
+    async stop(how) {
       if (options.external) return; // the sidecar's BIRD: its container's end stops it
       const p = pid();
-      await control("down");
+      // BIRD doc "Remote control": `graceful restart` shuts down keeping peers' routes as stale
+      await (how?.gracefulRestart ? control("graceful", "restart") : control("down"));
       if (p === undefined) return;
       for (let i = 0; i < 60 && alive(p); i++) await sleep(50);
       if (alive(p)) process.kill(p, "SIGTERM");

@@ -6,7 +6,7 @@
  * export <peer>` (one line per prefix). Pure: text in, data out; fixtures are real output
  * captured from BIRD 2.0.12 against FRR 8.4 (test/fixtures/bgp/).
  *
- * Health (issue #19, specs/scale-out.md §E.2): "healthy" = every configured peer's session
+ * Health (issue #19, docs/vip-announce.md "Speaker state"): "healthy" = every configured peer's session
  * is Established and, with BFD on, its BFD session is Up; a session up whose BFD session is
  * not is "degraded" (the router would only notice this host's death after the hold time);
  * no session established, or BIRD not answering, is "down". It does not run birdc
@@ -92,10 +92,20 @@ export function birdSpeakerState(
   protocolsText: string | undefined,
   bfdText: string | undefined,
   bfd: boolean | ReadonlySet<string>,
+  /** peer addresses whose sessions have a TCP MD5 key */
+  md5: ReadonlySet<string> = new Set(),
 ): SpeakerState {
   if (protocolsText === undefined)
     return { running: false, sessions: [], bfd: [], health: "down", findings: ["BIRD is not answering"] };
-  const sessions = bgpSessionsOf(parseBirdProtocols(protocolsText));
+  const MD5_HINT =
+    "TCP MD5 is set on this session: a key that differs from the router's keeps it down without any BGP error";
+  // a wrong MD5 key gives no BGP error: the kernel drops the unsigned or mis-signed segments
+  // (RFC 2385 §2.0), so BIRD only ever sees Connect/Active; say so where the session is shown
+  const sessions = bgpSessionsOf(parseBirdProtocols(protocolsText)).map((s) =>
+    !s.established && md5.has(s.peer)
+      ? { ...s, lastError: s.lastError ? `${s.lastError}; ${MD5_HINT}` : MD5_HINT }
+      : s,
+  );
   const wants = (peer: string) => (typeof bfd === "boolean" ? bfd : bfd.has(peer));
   const bfdSessions = bfd !== false && bfdText !== undefined ? parseBirdBfdSessions(bfdText) : [];
   const findings: string[] = [];

@@ -1,12 +1,14 @@
 /**
  * Adapter: the kernel routing table the BGP speaker learns VIP routes from
- * (specs/scale-out.md §0: "Announce a VIP = `ip route add VIP/32 dev lo table 4242 proto
- * static`. Withdraw = `del`."). The table is consulted by no routing rule, so the routes
+ * (docs/vip-announce.md "How a VIP is announced": announcing a VIP is a route to it in
+ * table 4242, withdrawing it deletes the route). The table is consulted by no routing rule, so the routes
  * never change how this host forwards; they only tell BIRD (bird-config.ts `protocol kernel
  * … learn`) what to announce. Idempotent: `replace` to add, a missing route on delete is
  * not an error, and `list` reads the table back (`ip -j route show table N`) so a restarted
- * passlb reconciles what a previous one left. Only host routes (/32, /128) on `lo` with
- * `proto static` are passlb's; anything else in the table is left alone.
+ * passlb reconciles what a previous one left. Routes on `lo` with `proto static` are passlb's:
+ * host routes (/32, /128) of VIPs, and the aggregates of LoadBalancerBGPAdvertisements
+ * (`PREFIX/LEN`, present while one of their VIPs is; never consulted for forwarding either);
+ * anything else in the table is left alone.
  */
 import { spawn } from "node:child_process";
 import { isIPv6 } from "node:net";
@@ -14,13 +16,13 @@ import { PasslbError } from "../../errors.ts";
 
 /** The narrow interface the BGP announcer uses; `fakeVipRoutes` in tests. */
 export interface VipRouteTable {
-  /** the VIPs (addresses) that have a route in the table now */
+  /** the routes in the table now: a VIP for a host route, `PREFIX/LEN` for an aggregate */
   list(): Promise<string[]>;
   add(vip: string): Promise<void>;
   remove(vip: string): Promise<void>;
 }
 
-/** The table id passlb uses unless told otherwise (the spec's measured setup). */
+/** The table id passlb uses unless told otherwise (the lab's measured setup, docs/vip-announce.md). */
 export const DEFAULT_KERNEL_TABLE = 4242;
 
 function ip(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -43,7 +45,8 @@ function ip(args: readonly string[]): Promise<{ code: number | null; stdout: str
 export function kernelVipRoutes(options: { table: number; netns?: string }): VipRouteTable {
   const table = String(options.table);
   const ns = options.netns ? ["-n", options.netns] : [];
-  const prefix = (vip: string) => `${vip}/${isIPv6(vip) ? 128 : 32}`;
+  // a route key is a VIP (its host route) or `PREFIX/LEN` (an aggregate: bgp-advertisements.ts)
+  const prefix = (key: string) => (key.includes("/") ? key : `${key}/${isIPv6(key) ? 128 : 32}`);
   const fail = (what: string, stderr: string) =>
     new PasslbError("announce_failed", `${what} in table ${table}: ${stderr.trim()}`, {
       details: { table: options.table, stderr },

@@ -1,6 +1,6 @@
 /**
  * The Service annotations cloud-provider-azure reads for LB probes and rules, and the
- * small readers that interpret them the way it does (spec §8, `pkg/consts/consts.go` and
+ * small readers that interpret them the way it does (`pkg/consts/consts.go` and
  * `pkg/consts/helpers.go`): a flag is on when its value is `true` in any letter case; a
  * number is trimmed and read as a base-10 32-bit integer. Deliberately only readers: what a
  * value means for a probe or a rule is decided in azure-probes.ts and azure-rules.ts.
@@ -22,7 +22,7 @@ export const AZURE_ANNOTATIONS = {
   idleTimeout: `${ANNOTATION_PREFIX}azure-load-balancer-tcp-idle-timeout`,
   plsCreate: `${ANNOTATION_PREFIX}azure-pls-create`,
   plsProxyProtocol: `${ANNOTATION_PREFIX}azure-pls-proxy-protocol`,
-  /** removed upstream (spec §5.2); read only to warn that it does nothing */
+  /** removed upstream; read only to warn that it does nothing */
   mixedProtocols: `${ANNOTATION_PREFIX}azure-load-balancer-mixed-protocols`,
 } as const;
 
@@ -62,7 +62,7 @@ export function parseWholeNumber(raw: string): number | undefined {
   return n >= -2147483648 && n <= 2147483647 ? n : undefined;
 }
 
-/** The annotation keys a user might expect but that do not exist (spec §4.4: there is no threshold annotation). */
+/** The annotation keys a user might expect but that do not exist (`getHealthProbeConfigProbeIntervalAndNumOfProbe`: there is no threshold annotation). */
 export function nonexistentProbeKeys(service: Service): string[] {
   const keys = Object.keys(service.metadata.annotations ?? {});
   return keys.filter(

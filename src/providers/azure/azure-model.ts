@@ -4,9 +4,10 @@
  * cloud-provider-azure would PUT for one Service. Types and defaults only, no behaviour.
  *
  * ARM shapes: `{ name, properties: {…} }` as in the Microsoft.Network/loadBalancers API;
- * which properties are set, and when, follows ../shared/specs/azure-probes.md §4–§5.
- * Deliberately not modelled: frontend IP addresses, public IPs, security rules, outbound
- * rules, the ServiceGateway/PodIP path (spec §1.6).
+ * which properties are set, and when, follows cloud-provider-azure
+ * `pkg/provider/azure_loadbalancer_healthprobe.go` and `azure_loadbalancer.go` (docs/providers-azure.md "What
+ * is reproduced"). Deliberately not modelled: frontend IP addresses, public IPs, security rules, outbound
+ * rules, the ServiceGateway/PodIP path (`pkg/provider/servicegateway`).
  */
 
 export type AzureSku = "Standard" | "Basic";
@@ -72,7 +73,7 @@ export interface AzureRule {
     readonly frontendPort: number;
     readonly backendPort: number;
     readonly enableFloatingIP: boolean;
-    /** set only for Tcp rules on Standard, and for HA-ports rules (spec §5.1, §5.3) */
+    /** set only for Tcp rules on Standard, and for HA-ports rules (`getExpectedLoadBalancingRulePropertiesForPort`, `getExpectedHAModeLoadBalancingRuleProperties`) */
     readonly enableTcpReset?: boolean;
     readonly idleTimeoutInMinutes: number;
     readonly loadDistribution: "Default" | "SourceIP";
@@ -121,7 +122,7 @@ export interface AzureServicePlanFailed extends PlanCommon {
 
 export type AzureServicePlan = AzureServicePlanOk | AzureServicePlanFailed;
 
-/** Expected failures are values (STYLE.md): every step returns one of these. */
+/** Expected failures are values (docs/architecture.md "Conventions"): every step returns one of these. */
 export type Outcome<T> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly failure: AzureFailure };

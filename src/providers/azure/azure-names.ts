@@ -1,5 +1,5 @@
 /**
- * Names and resource ids exactly as cloud-provider-azure derives them (spec §2):
+ * Names and resource ids exactly as cloud-provider-azure derives them (`GetLoadBalancerName`, `getLoadBalancerRuleName` in azure_standard.go, `getResourceByIPFamily` in azure_utils.go):
  * the rule prefix from the Service UID, rule and probe names, the `-IPv6` suffix for the
  * IPv6 half of a dual-stack Service, and the ARM ids rules use to reference probes,
  * frontend IP configurations and backend pools. Deliberately no policy: which names are
@@ -54,7 +54,7 @@ export function ruleName(scope: NameScope, protocol: Protocol, port: number): st
   return byFamily(`${scope.prefix}-${segment}-${protocol}-${port}`, scope);
 }
 
-/** The frontend IP configuration name (see the header: beyond the spec). */
+/** The frontend IP configuration name (see the header). */
 export function frontendConfigName(scope: NameScope): string {
   const subnet = internalSubnet(scope.service);
   const base = subnet === undefined ? scope.prefix : `${scope.prefix}-${subnet}`.slice(0, RULE_NAME_BUDGET);

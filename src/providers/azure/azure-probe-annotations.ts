@@ -1,7 +1,7 @@
 /**
  * `azureListenerProbes`: the Azure per-port probe annotations of one Service read into a
  * neutral form, so the passlb planner can give a Service written for AKS the health check
- * AKS would give each of its listeners. Same rules as the Azure view (spec §3.1, §3.4, §4):
+ * AKS would give each of its listeners. Same rules as the Azure view (`getExpectedLBRules`, `buildHealthProbeRulesForPort`):
  * precedence, probe port resolution, defaults and limits, the eTP Local /healthz probe.
  *
  * Fixed assumptions: per-port mode (no HA ports), the Standard SKU (Https stays Https) and

@@ -1,6 +1,6 @@
 /**
  * Azure LB health probes for one Service, as cloud-provider-azure builds them
- * (spec §3–§4, healthprobe.go):
+ * (`getExpectedLBRules`, `buildHealthProbeRulesForPort`; healthprobe.go):
  * - the per-port probe (`buildHealthProbeRulesForPort`): probe port, protocol, request path
  *   and timing from the `port_<p>_health-probe_*` annotations, appProtocol and the global
  *   annotations, in that precedence;
@@ -114,7 +114,7 @@ export function probeTiming(service: Service, keyPort: number): Outcome<ProbeTim
   return ok({ interval: interval.value, threshold: threshold.value });
 }
 
-/** The probe protocol from the first present source (spec §4.2); unknown values mean Tcp, https on Basic means Tcp. */
+/** The probe protocol from the first present source (`buildHealthProbeRulesForPort`); unknown values mean Tcp, https on Basic means Tcp. */
 function probeProtocol(
   service: Service,
   port: ServicePort,
@@ -252,7 +252,7 @@ export function portProbe(
 }
 
 /**
- * The eTP Local node-endpoint probe (spec §3.1): Http `/healthz` on healthCheckNodePort on
+ * The eTP Local node-endpoint probe (`getExpectedLBRules`): Http `/healthz` on healthCheckNodePort on
  * every SKU; protocol and path annotations and appProtocol are ignored; the per-port timing
  * keys use the healthCheckNodePort number.
  */

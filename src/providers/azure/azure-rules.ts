@@ -1,5 +1,6 @@
 /**
- * Load-balancing rule properties as cloud-provider-azure builds them (spec §5):
+ * Load-balancing rule properties as cloud-provider-azure builds them (`getExpectedLoadBalancingRulePropertiesForPort`, `getExpectedHAModeLoadBalancingRuleProperties` in
+ * azure_loadbalancer.go):
  * `getExpectedLoadBalancingRulePropertiesForPort` for one rule per service port and
  * `getExpectedHAModeLoadBalancingRuleProperties` for the single HA-ports rule. Rules are
  * returned without a probe; azure-plan.ts attaches one. Deliberately no naming and no
@@ -58,7 +59,7 @@ const tail = (ctx: RuleContext, timeout: number) => ({
   disableOutboundSnat: ctx.options.sku === "Standard" ? ctx.options.disableOutboundSnat : false,
 });
 
-/** One rule's properties for a service port (spec §5.1). */
+/** One rule's properties for a service port (`getExpectedLoadBalancingRulePropertiesForPort`). */
 export function portRuleProperties(ctx: RuleContext, port: ServicePort): Outcome<RuleProperties> {
   const timeout = idleTimeout(ctx.service);
   if (!timeout.ok) return timeout;
@@ -80,7 +81,7 @@ export function portRuleProperties(ctx: RuleContext, port: ServicePort): Outcome
   };
 }
 
-/** The HA-ports rule (spec §5.3): All, ports 0, TCP reset always set; the floating-IP annotation is not read. */
+/** The HA-ports rule (`getExpectedHAModeLoadBalancingRuleProperties`): All, ports 0, TCP reset always set; the floating-IP annotation is not read. */
 export function haRuleProperties(ctx: RuleContext): Outcome<RuleProperties> {
   const timeout = idleTimeout(ctx.service);
   if (!timeout.ok) return timeout;

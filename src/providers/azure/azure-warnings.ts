@@ -2,7 +2,7 @@
  * Service-level warnings for the Azure view: annotations cloud-provider-azure silently
  * ignores, removed or non-existent keys, and manifest gaps that change the names or ports
  * it would use. These are passlb's advice, not upstream behaviour: upstream logs nothing
- * for any of them (spec §3.2, §3.3, §4, §5.2, §10). Port-specific warnings that depend on
+ * for any of them (docs/providers-azure.md "Facts that surprise users"). Port-specific warnings that depend on
  * the probe actually built live in azure-probes.ts and azure-plan.ts.
  */
 import type { Service } from "../../k8s/objects.ts";
@@ -23,7 +23,7 @@ const PER_PORT =
   /^service\.beta\.kubernetes\.io\/port_(\d+)_(health-probe_[a-z-]+|no_lb_rule|no_probe_rule)$/;
 const TUNING = ["protocol", "request-path", "interval", "num-of-probe"] as const;
 
-/** Whether the Service is planned in HA-ports mode (spec §3.3). */
+/** Whether the Service is planned in HA-ports mode (`getExpectedLBRules`). */
 export const usesHaPorts = (service: Service, options: AzureOptions): boolean =>
   isInternal(service) && options.sku === "Standard" && flagOn(service, AZURE_ANNOTATIONS.haPorts);
 

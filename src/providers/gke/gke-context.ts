@@ -1,6 +1,6 @@
 /**
  * The facts about one Service that every GKE resource builder shares: names, IP families
- * that get forwarding rules (specs/gke-l4.md §6.3), whether the Service mixes TCP and UDP and
+ * that get forwarding rules (docs/providers-gke.md), whether the Service mixes TCP and UDP and
  * whether this path may build that mix (§6.2), and the addresses already known from the
  * Service (status ingress, spec.loadBalancerIP). Built once per Service by gke-plan.ts.
  */

@@ -1,6 +1,6 @@
 /**
  * The outcome Events of one sync and the troubleshooting findings a user should act on
- * (specs/gke-l4.md §9; the GKE page's health-check troubleshooting list): success or failure
+ * (docs/providers-gke.md; the GKE page's health-check troubleshooting list): success or failure
  * with the reasons each controller uses — the service controller's Ensuring/Ensured/
  * SyncLoadBalancerFailed/UnAvailableLoadBalancer for the CCM paths, ingress-gce's
  * SyncLoadBalancerSuccessful / Sync(External)LoadBalancerFailed for its own — and warnings for

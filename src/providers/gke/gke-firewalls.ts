@@ -1,5 +1,5 @@
 /**
- * VPC firewall rules for a GKE L4 load balancer (specs/gke-l4.md §4.3, §8): the node rule per
+ * VPC firewall rules for a GKE L4 load balancer (docs/providers-gke.md): the node rule per
  * IP family (source ranges from loadBalancerSourceRanges or its annotation, split by family,
  * 0.0.0.0/0 or 0::0/0 for an empty family; ports collapsed into ranges), the NetLB deny-all
  * rule with deny firewalls on, and the health-check rule with Google's prober ranges.

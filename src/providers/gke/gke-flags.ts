@@ -2,7 +2,7 @@
  * The ingress-gce / cloud-provider-gcp controller flags that change an L4 plan, and the
  * value GKE most likely runs with at a given version. The code only gives the mechanism;
  * every default below is what the GKE documentation implies for that version
- * (specs/gke-l4.md §0, §1.2, §1.3, §5, §6.2, §8). `--gke-flag NAME=VALUE` overrides one.
+ * (docs/providers-gke.md). `--gke-flag NAME=VALUE` overrides one.
  * Deliberately not modelled: flags that only change timing or resource cleanup.
  */
 import { atLeast, type GkeVersion } from "./gke-version.ts";

@@ -1,5 +1,5 @@
 /**
- * The health check each GKE path creates (specs/gke-l4.md §4): eTP Cluster probes kube-proxy's
+ * The health check each GKE path creates (docs/providers-gke.md): eTP Cluster probes kube-proxy's
  * `:10256/healthz` through a shared check, eTP Local probes `/healthz` on the Service's
  * healthCheckNodePort through a per-Service check. Resource type, scope, parameters and names
  * per path follow the §4.2 table (cloud-provider-gcp makeHTTPHealthCheck /

@@ -1,5 +1,5 @@
 /**
- * Google Cloud resource names exactly as GKE's controllers derive them (specs/gke-l4.md §6.1, §7):
+ * Google Cloud resource names exactly as GKE's controllers derive them (docs/providers-gke.md):
  * - legacy `a<uid>`: "a" + Service UID without dashes, cut to 32 characters
  *   (k8s.io/cloud-provider DefaultLoadBalancerName);
  * - L4 v2 names `k8s2-<uid8>-<ns>-<name>-<hash8>` and `k8s2-<proto>-…` for forwarding rules

@@ -1,5 +1,5 @@
 /**
- * The three node predicates GKE's L4 paths use (specs/gke-l4.md §2), each returning the
+ * The three node predicates GKE's L4 paths use (docs/providers-gke.md), each returning the
  * reason a node is left out, or undefined when it is in:
  * - `ccmStableNodeReason`: cloud-provider's stable node set (target pools, CCM ILB groups);
  *   unready nodes stay (KEP-3458); the exclude label is parsed as a bool from k8s 1.34.

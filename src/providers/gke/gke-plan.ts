@@ -2,21 +2,21 @@
  * `planGke`: for every LoadBalancer Service in a Snapshot, what GKE would build — the
  * controller and path (gke-controller-choice), the members (gke-members), health check,
  * backend service, forwarding rules and firewalls — plus the Events, conditions, findings
- * and the decision path in sentences (specs/gke-l4.md §1–9). Pure: the same input gives the
+ * and the decision path in sentences (docs/providers-gke.md). Pure: the same input gives the
  * same plan. EndpointSlices are taken as given (no slices are derived from Pods here).
  */
 import { slicesByService } from "../../endpoints/merge.ts";
 import type { EndpointSlice, Service } from "../../k8s/objects.ts";
 import { objectKey, type Snapshot } from "../../k8s/snapshot.ts";
 import { planBackendService } from "./gke-backend-service.ts";
-import { gkeContext } from "./gke-context.ts";
-import { chooseController } from "./gke-controller-choice.ts";
+import { type GkeContext, gkeContext } from "./gke-context.ts";
+import { type ControllerChoice, chooseController } from "./gke-controller-choice.ts";
 import { syncEvents } from "./gke-events.ts";
 import { planFirewalls } from "./gke-firewalls.ts";
 import { planForwardingRules } from "./gke-forwarding-rules.ts";
 import { planHealthCheck } from "./gke-health-check.ts";
 import { planMembers } from "./gke-members.ts";
-import type { GkeFinding, GkeOptions, GkeServicePlan } from "./gke-types.ts";
+import type { GkeEvent, GkeFinding, GkeOptions, GkeServicePlan } from "./gke-types.ts";
 
 const BACKEND_TYPE = {
   none: null,
@@ -53,49 +53,10 @@ function planService(
   const explanation: string[] = [...choice.steps];
   const events = [...choice.events];
   const conditions: { type: string; status: string; reason: string }[] = [];
-  if (!kubeSystemUid && choice.path !== "none")
-    findings.push({
-      code: "gke_cluster_uid_missing",
-      severity: "warning",
-      subject,
-      message:
-        "No kube-system Namespace with a uid in the input: names that embed the cluster UID are computed from an empty UID.",
-    });
-  if (
-    !service.metadata.uid &&
-    (choice.path === "target-pool" || choice.path === "ccm-ilb" || choice.path.startsWith("rbs"))
-  )
-    findings.push({
-      code: "gke_service_uid_missing",
-      severity: "warning",
-      subject,
-      message: "The Service has no metadata.uid: the a<uid> names cannot be derived and show as just 'a'.",
-    });
-
-  // The CCM rejects TCP+UDP on new target-pool and instance-group ILB Services (§9).
-  let provisioned = choice.path !== "none";
-  if (!ctx.ig && provisioned && ctx.protocols.length > 1) {
-    if (choice.existing) explanation.push("TCP+UDP on an existing CCM load balancer: the update goes ahead.");
-    else {
-      provisioned = false;
-      events.push({
-        type: "Warning",
-        reason: "LoadBalancerMixedProtocolNotSupported",
-        message: "LoadBalancer with multiple protocols are not supported.",
-      });
-      conditions.push({
-        type: "LoadBalancerPortsError",
-        status: "True",
-        reason: "LoadBalancerMixedProtocolNotSupported",
-      });
-      findings.push({
-        code: "gke_mixed_protocol_rejected",
-        severity: "error",
-        subject,
-        message: `The ${choice.path === "target-pool" ? "target-pool NetLB" : "instance-group ILB"} cannot mix TCP and UDP; nothing is created.`,
-      });
-    }
-  }
+  findings.push(...uidFindings(service, choice, kubeSystemUid));
+  const provisioned =
+    choice.path !== "none" &&
+    !mixedProtocolRejected(ctx, choice, { events, conditions, findings, explanation });
   if (!provisioned) return emptyPlan(subject, choice, events, conditions, findings, explanation, service);
 
   const clusterUid = kubeSystemUid;
@@ -180,6 +141,66 @@ function planService(
     findings,
     explanation,
   };
+}
+
+/** Names that embed a UID the input lacks are computed from an empty one; say so. */
+function uidFindings(service: Service, choice: ControllerChoice, kubeSystemUid: string): GkeFinding[] {
+  const subject = key(service);
+  const findings: GkeFinding[] = [];
+  if (!kubeSystemUid && choice.path !== "none")
+    findings.push({
+      code: "gke_cluster_uid_missing",
+      severity: "warning",
+      subject,
+      message:
+        "No kube-system Namespace with a uid in the input: names that embed the cluster UID are computed from an empty UID.",
+    });
+  if (
+    !service.metadata.uid &&
+    (choice.path === "target-pool" || choice.path === "ccm-ilb" || choice.path.startsWith("rbs"))
+  )
+    findings.push({
+      code: "gke_service_uid_missing",
+      severity: "warning",
+      subject,
+      message: "The Service has no metadata.uid: the a<uid> names cannot be derived and show as just 'a'.",
+    });
+  return findings;
+}
+
+/** The CCM rejects TCP+UDP on new target-pool and instance-group ILB Services (§9); true when it does. */
+function mixedProtocolRejected(
+  ctx: GkeContext,
+  choice: ControllerChoice,
+  out: {
+    events: GkeEvent[];
+    conditions: { type: string; status: string; reason: string }[];
+    findings: GkeFinding[];
+    explanation: string[];
+  },
+): boolean {
+  if (ctx.ig || ctx.protocols.length <= 1) return false;
+  if (choice.existing) {
+    out.explanation.push("TCP+UDP on an existing CCM load balancer: the update goes ahead.");
+    return false;
+  }
+  out.events.push({
+    type: "Warning",
+    reason: "LoadBalancerMixedProtocolNotSupported",
+    message: "LoadBalancer with multiple protocols are not supported.",
+  });
+  out.conditions.push({
+    type: "LoadBalancerPortsError",
+    status: "True",
+    reason: "LoadBalancerMixedProtocolNotSupported",
+  });
+  out.findings.push({
+    code: "gke_mixed_protocol_rejected",
+    severity: "error",
+    subject: key(ctx.service),
+    message: `The ${choice.path === "target-pool" ? "target-pool NetLB" : "instance-group ILB"} cannot mix TCP and UDP; nothing is created.`,
+  });
+  return true;
 }
 
 function emptyPlan(

@@ -1,5 +1,5 @@
 /**
- * Port and protocol helpers shared by forwarding rules and firewalls (specs/gke-l4.md §6.2, §8):
+ * Port and protocol helpers shared by forwarding rules and firewalls (docs/providers-gke.md):
  * which protocols a Service uses, consecutive ports collapsed into GCE ranges (80,81,82,443 →
  * "80-82","443"), and min–max port ranges. Pure data, no GCE rules of their own.
  */

@@ -1,5 +1,5 @@
 /**
- * GCE_VM_IP NEG membership (specs/gke-l4.md §3, ingress-gce pkg/neg/syncers/subsets.go and
+ * GCE_VM_IP NEG membership (docs/providers-gke.md, ingress-gce pkg/neg/syncers/subsets.go and
  * endpoints_calculator.go): how many nodes are wanted, how that total is split across
  * zones (smallest zone first, each taking total ÷ zones-left), and which nodes a zone keeps:
  * the current members first (sticky), then the lowest SHA-256 of "<node>:<name>/<namespace>".

@@ -2,7 +2,7 @@
  * GKE version strings (`1.37.1-gke.1000000`) parsed and compared the way GKE orders its
  * releases: major, minor, patch, then the `-gke.N` build number, each numerically.
  * A short form (`1.36`, `1.33.1`) is accepted and means the earliest build of that line, so
- * `atLeast(v, "1.36")` reads as the GKE docs' "1.36 and later" (specs/gke-l4.md §0: every
+ * `atLeast(v, "1.36")` reads as the GKE docs' "1.36 and later" (docs/providers-gke.md: every
  * version gate comes from the GKE documentation, not from the controllers' code).
  * Deliberately does not know release channels or which versions exist.
  */

@@ -1,0 +1,58 @@
+/**
+ * What the LB host asks of a data plane: take the wanted forwarding state, say whether the
+ * kernel still holds it (and restore it), report its counters, and stop leaving the kernel
+ * forwarding — or adopt, at start, what a previous process left. The XDP fast path
+ * (xdp/xdp-dataplane.ts) implements it; the nftables path (lb-host/nftables/lb-controller.ts)
+ * predates it and is to move behind it in the LbDataplane restructuring.
+ *
+ * Inputs are the pure core's outputs (forwarding/forwarding-state.ts); nothing here decides
+ * policy.
+ */
+import type { ServiceForwarding } from "../forwarding/forwarding-state.ts";
+
+export interface LbDesiredState {
+  readonly forwarding: readonly ServiceForwarding[];
+  /** PasslbConfig zones (zonal affinity: a client's zone by its address) */
+  readonly zones: readonly { readonly name: string; readonly clientCIDRs: readonly string[] }[];
+}
+
+export interface TrafficCount {
+  readonly packets: number;
+  readonly bytes: number;
+}
+
+export interface DataplaneCounters {
+  readonly services: ReadonlyMap<string, TrafficCount>;
+  readonly nodes: ReadonlyMap<string, TrafficCount>;
+  /** the data plane's own verdict counters (XDP: pass/drop/forward reasons) */
+  readonly reasons: ReadonlyMap<string, TrafficCount>;
+  /** flow-table occupancy and capacity by family ("IPv4" | "IPv6") */
+  readonly flows?: {
+    readonly entries: ReadonlyMap<"IPv4" | "IPv6", number>;
+    readonly capacity: number;
+  };
+}
+
+export interface StartReport {
+  /** a previous process's program and maps were found and kept */
+  readonly adopted: boolean;
+  /** the loaded program differed from the one found (upgrade): replaced atomically */
+  readonly replaced: boolean;
+}
+
+export interface ApplyReport {
+  readonly ops: number;
+  readonly ms: number;
+}
+
+export interface LbDataplane {
+  readonly name: "xdp" | "nftables";
+  /** load or adopt, attach; idempotent */
+  start(): Promise<StartReport>;
+  apply(state: LbDesiredState): Promise<ApplyReport>;
+  /** compares the kernel with the last applied state and restores it; returns what drifted */
+  check(): Promise<readonly string[]>;
+  counters(): Promise<DataplaneCounters>;
+  /** stops its own timers; the kernel keeps forwarding with the last state */
+  stop(): Promise<void>;
+}
