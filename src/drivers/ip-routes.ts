@@ -128,17 +128,16 @@ export async function ensureDevices(run: Run, forward: Extract<Forward, { mode: 
           `ip ${add!.join(" ")} failed: ${r.error?.message ?? r.stderr.trim()} (does this kernel have ${forward.encap.kind}?)`,
           { details: { stderr: r.stderr.slice(0, 4000) } },
         );
-    } else {
-      const kind = (JSON.parse(shown.stdout) as { linkinfo?: { info_kind?: string } }[])[0]?.linkinfo
-        ?.info_kind;
-      if (kind !== d.kernelKind)
-        throw new PasslbError(
-          "tunnel_failed",
-          `device ${d.name} exists as ${kind ?? "?"}, not ${d.kernelKind}`,
-        );
-    }
+    } else assertLinkKind(shown.stdout, d.name, d.kernelKind);
     const r = await run(raise!);
     if (r.code !== 0)
       throw new PasslbError("tunnel_failed", `ip ${raise!.join(" ")} failed: ${r.stderr.trim()}`);
   }
+}
+
+/** An existing device must be of the kind passlb would create (`ip -d -j link show` output). */
+export function assertLinkKind(shown: string, name: string, kernelKind: string): void {
+  const kind = (JSON.parse(shown) as { linkinfo?: { info_kind?: string } }[])[0]?.linkinfo?.info_kind;
+  if (kind !== kernelKind)
+    throw new PasslbError("tunnel_failed", `device ${name} exists as ${kind ?? "?"}, not ${kernelKind}`);
 }

@@ -8,7 +8,7 @@
  * whose names are not its own.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { ipRunner } from "../drivers/ip-routes.ts";
+import { assertLinkKind, ipRunner } from "../drivers/ip-routes.ts";
 import { PasslbError } from "../errors.ts";
 import type { Encap } from "../lb-host/routing/encap.ts";
 import { decapDevices, fouCommands, RP_LOOSE_ADDRESS, rpFilterPlan } from "./decap.ts";
@@ -36,15 +36,7 @@ export async function ensureDecap(encap: Encap, options: { procSys?: string } = 
       if (r.code !== 0)
         throw fail(`ip link add ${d.name} ${d.args.join(" ")} failed (does this kernel have it?)`, r.stderr);
       created.push(d.name);
-    } else {
-      const kind = (JSON.parse(shown.stdout) as { linkinfo?: { info_kind?: string } }[])[0]?.linkinfo
-        ?.info_kind;
-      if (kind !== d.kernelKind)
-        throw new PasslbError(
-          "tunnel_failed",
-          `device ${d.name} exists as ${kind ?? "?"}, not ${d.kernelKind}`,
-        );
-    }
+    } else assertLinkKind(shown.stdout, d.name, d.kernelKind);
     const up = await run(["link", "set", d.name, "up"]);
     if (up.code !== 0) throw fail(`ip link set ${d.name} up failed`, up.stderr);
   }

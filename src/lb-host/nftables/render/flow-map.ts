@@ -47,7 +47,6 @@ import {
   FAMS,
   type Fam,
   formatMark,
-  HASH_COMMENT_PREFIX,
   ipKey,
   MARK_BASE,
   MARK_V6_BIT,
@@ -55,6 +54,7 @@ import {
   type NftSet,
   type NftState,
 } from "./nft-state.ts";
+import { pushRules } from "./render-ruleset.ts";
 
 export interface FlowTableConfig {
   /** elements per family; a full map admits no new entry (the flow then keeps its node by
@@ -141,17 +141,6 @@ export function flowTableTransaction(state: NftState, replace = false): Transact
   for (const s of state.sets.values()) out.add({ kind: "map", name: s.name, decl: s.decl });
   for (const c of state.chains.values())
     out.add({ kind: "chain", name: c.name, base: c.base }).flush({ kind: "chain", name: c.name });
-  for (const c of state.chains.values()) {
-    const rules = c.rules!;
-    rules.forEach((rule, i) => {
-      const last = i === rules.length - 1;
-      out.add({
-        kind: "rule",
-        chain: c.name,
-        rule,
-        ...(last ? { comment: `${HASH_COMMENT_PREFIX}${c.hash}` } : {}),
-      });
-    });
-  }
+  for (const c of state.chains.values()) pushRules(out, c.name, c.rules!, c.hash);
   return out.done();
 }

@@ -158,13 +158,23 @@ function pushChain(out: TransactionBuilder, c: NftChain, create: boolean): void 
   const rules = c.rules;
   if (rules === null) throw new Error(`renderer: chain ${c.name} has no rule texts (an observed state?)`);
   if (create) out.add({ kind: "chain", name: c.name, base: c.base });
+  pushRules(out, c.name, rules, c.hash);
+}
+
+/** A chain's rules, the last one carrying the chain's content hash (how drift is told apart). */
+export function pushRules(
+  out: TransactionBuilder,
+  chain: string,
+  rules: readonly string[],
+  hash: string,
+): void {
   rules.forEach((rule, i) => {
     const last = i === rules.length - 1;
     out.add({
       kind: "rule",
-      chain: c.name,
+      chain,
       rule,
-      ...(last ? { comment: `${HASH_COMMENT_PREFIX}${c.hash}` } : {}),
+      ...(last ? { comment: `${HASH_COMMENT_PREFIX}${hash}` } : {}),
     });
   });
 }
