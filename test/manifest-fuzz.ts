@@ -412,7 +412,7 @@ export async function runPipeline(text: string, table = "passlb"): Promise<Pipel
   await c.stop();
   const plans = createPlanCache(); // as the agent keeps one: each node's rules from the same plans
   const agentScripts = snapshot.nodes.map((n) =>
-    agentRuleset(agentRulesFromSnapshot(snapshot, n.metadata.name ?? "", plans)),
+    nftScript(agentRuleset(agentRulesFromSnapshot(snapshot, n.metadata.name ?? "", plans))),
   );
   const names = [
     ...snapshot.services.flatMap((s) => [

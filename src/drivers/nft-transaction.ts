@@ -12,8 +12,8 @@
  * Chain hooks, set declarations and rule bodies stay nft text: they are what the renderers
  * decide, and golden rulesets keep them byte for byte.
  *
- * Does not: decide contents (lb-host/nftables/render/*), run nft (nft.ts), chunk elements (the
- * renderer chooses how many elements one operation carries).
+ * Does not: decide contents (lb-host/nftables/render/*, node-agent/agent-ruleset.ts), run nft
+ * (nft.ts), choose a chunk size (the renderer says how many elements one operation carries).
  */
 
 export type NftVerb = "add" | "create" | "flush" | "delete" | "insert" | "replace";
@@ -34,12 +34,14 @@ export type NftObject =
   /** `decl`: the declaration inside `{ … }` (`type ipv4_addr; flags interval;`) */
   | { readonly kind: "set" | "map"; readonly name: string; readonly decl?: string }
   /** `value` set for map elements that are added (a delete names keys only) */
-  | {
-      readonly kind: "element";
-      readonly set: string;
-      readonly elements: readonly { readonly key: string; readonly value?: string }[];
-    }
+  | { readonly kind: "element"; readonly set: string; readonly elements: readonly NftElement[] }
   | { readonly kind: "counter"; readonly name: string };
+
+/** one set or map element: `value` only for the elements of a map that are added */
+export interface NftElement {
+  readonly key: string;
+  readonly value?: string;
+}
 
 export interface NftOp {
   readonly verb: NftVerb;
@@ -77,6 +79,11 @@ export class TransactionBuilder {
   replace(object: NftObject): this {
     return this.op("replace", object);
   }
+  /** `verb` element operations on `set`, at most `chunk` elements each; none when `items` is empty */
+  elements(verb: "add" | "delete", set: string, items: readonly NftElement[], chunk: number): this {
+    this.#ops.push(...elementOps(verb, set, items, chunk));
+    return this;
+  }
   op(verb: NftVerb, object: NftObject): this {
     this.#ops.push({ verb, object });
     return this;
@@ -87,6 +94,19 @@ export class TransactionBuilder {
   done(): Transaction {
     return { family: this.family, table: this.table, ops: [...this.#ops] };
   }
+}
+
+/** `verb` element operations on `set`, at most `chunk` elements each; none when `items` is empty. */
+export function elementOps(
+  verb: "add" | "delete",
+  set: string,
+  items: readonly NftElement[],
+  chunk: number,
+): NftOp[] {
+  const ops: NftOp[] = [];
+  for (let i = 0; i < items.length; i += chunk)
+    ops.push({ verb, object: { kind: "element", set, elements: items.slice(i, i + chunk) } });
+  return ops;
 }
 
 /** A transaction of these operations (a shorthand for tests and small callers). */

@@ -1,63 +1,75 @@
 /**
- * AgentDataplane against a fake nft: applies when the ruleset text changes, not when it
- * does not, keeps the previous table when nft refuses, and retries on the next snapshot.
+ * AgentDataplane against the fake nft driver (drivers/fake-nft.ts), which applies each
+ * transaction to an in-memory table: runs when the ruleset changes, not when it does not,
+ * keeps the previous table when nft refuses, and retries on the next snapshot.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { readManifests } from "../cluster/manifest-files.ts";
-import type { AgentNft } from "../drivers/agent-nft.ts";
 import type { ConntrackDriver, ConntrackFilter } from "../drivers/conntrack-tool.ts";
+import { FakeNft } from "../drivers/fake-nft.ts";
 import { PasslbError } from "../errors.ts";
 import { decodeDocuments } from "../k8s/decode.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { AgentDataplane } from "./agent-dataplane.ts";
+import { AGENT_TABLE } from "./agent-ruleset.ts";
 
 async function quickstart(): Promise<Snapshot> {
   const read = await readManifests(["test/fixtures/lab/agent/quickstart.yaml"], async () => "");
   return decodeDocuments(read.documents).snapshot;
 }
 
+/** the fake nft, failing its next run once when asked */
 function fakeNft() {
-  const applied: string[] = [];
-  let refuse = false;
-  const nft: AgentNft = {
-    apply: async (script) => {
-      if (refuse) throw new PasslbError("nft_failed", "nft -f - failed (exit 1): Error: simulated");
-      applied.push(script);
-    },
-    check: async () => {},
-    remove: async () => {
-      applied.push("<removed>");
-    },
+  const nft = new FakeNft();
+  const refuse = () => {
+    nft.failNext = new PasslbError("nft_failed", "nft apply failed (exit 1): Error: simulated");
   };
-  return { nft, applied, refuse: (on: boolean) => (refuse = on) };
+  return { nft, refuse };
+}
+
+/** the keys of one of the agent table's sets, as the fake holds them */
+async function setKeys(nft: FakeNft, name: string): Promise<string[]> {
+  const table = await nft.dump(AGENT_TABLE);
+  return [...(table?.sets.get(name)?.elements.keys() ?? [])];
 }
 
 test("applies on change only; a refused apply is reported and retried", async () => {
   const snap = await quickstart();
-  const fake = fakeNft();
+  const { nft, refuse } = fakeNft();
   const logs: string[] = [];
-  const dp = new AgentDataplane({ node: "node-a1", nft: fake.nft, log: (l) => logs.push(l) });
+  const dp = new AgentDataplane({ node: "node-a1", nft, log: (l) => logs.push(l) });
   assert.equal(await dp.update(snap), "applied");
   assert.equal(await dp.update({ ...snap }), "unchanged", "same rules, no transaction");
-  assert.equal(fake.applied.length, 1);
-  assert.match(fake.applied[0]!, /^table inet passlb-agent\ndelete table inet passlb-agent\n/);
+  assert.equal(nft.transactions.length, 1);
+  assert.match(
+    nft.scripts[0]!,
+    /^add table inet passlb-agent\ndelete table inet passlb-agent\nadd table inet passlb-agent\n/,
+  );
+  assert.ok(
+    (await setKeys(nft, "served4")).some((k) => k.endsWith(" . udp . 53")),
+    "demo/dns is served",
+  );
 
-  // a Service disappears: new text, but nft refuses it
+  // a Service disappears: a new transaction, but nft refuses it
   const fewer = { ...snap, services: snap.services.filter((s) => s.metadata.name !== "dns") };
-  fake.refuse(true);
+  refuse();
   assert.equal(await dp.update(fewer), "failed");
   assert.ok(
     logs.some((l) => l.startsWith("error nft_failed:")),
     logs.join("\n"),
   );
-  fake.refuse(false);
+  assert.ok(
+    (await setKeys(nft, "served4")).some((k) => k.endsWith(" . udp . 53")),
+    "the previous table stays",
+  );
   assert.equal(await dp.update(fewer), "applied", "the next snapshot tries again");
-  assert.equal(fake.applied.length, 2);
-  assert.doesNotMatch(fake.applied[1]!, /demo\/dns/);
+  assert.equal(nft.transactions.length, 3, "the first, the refused one, the retry");
+  assert.ok(!(await setKeys(nft, "served4")).some((k) => k.endsWith(" . udp . 53")), "demo/dns is gone");
 
   await dp.close();
-  assert.equal(fake.applied.at(-1), "<removed>");
+  assert.equal(nft.scripts.at(-1), "add table inet passlb-agent\ndelete table inet passlb-agent\n");
+  assert.equal(await nft.dump(AGENT_TABLE), undefined, "the table is removed");
 });
 
 /** The dns Service with its endpoint 203.0.113.75 replaced by `address` (or removed). */
@@ -79,7 +91,7 @@ function replaceDnsEndpoint(snap: Snapshot, address: string | undefined): Snapsh
 
 test("after a sync, UDP flows to an endpoint that stopped serving are deleted, once", async () => {
   const snap = await quickstart();
-  const fake = fakeNft();
+  const { nft, refuse } = fakeNft();
   const asked: ConntrackFilter[] = [];
   const listed: ConntrackFilter[] = [];
   let fail = false;
@@ -96,7 +108,7 @@ test("after a sync, UDP flows to an endpoint that stopped serving are deleted, o
     },
   };
   const logs: string[] = [];
-  const dp = new AgentDataplane({ node: "node-b1", nft: fake.nft, conntrack, log: (l) => logs.push(l) });
+  const dp = new AgentDataplane({ node: "node-b1", nft, conntrack, log: (l) => logs.push(l) });
   assert.equal(await dp.update(snap), "applied");
   assert.equal(asked.length, 0, "nothing stale in the first sync's listing");
   assert.deepEqual(
@@ -127,39 +139,46 @@ test("after a sync, UDP flows to an endpoint that stopped serving are deleted, o
   assert.equal(listed.length, 1, "listed at the first sync only");
 
   // nft refuses: the old rules stay, so nothing is deleted
-  fake.refuse(true);
+  refuse();
   assert.equal(await dp.update(replaceDnsEndpoint(snap, "203.0.113.91")), "failed");
   assert.equal(asked.length, 2);
 });
 
 test("a listener without any endpoint is rejected, not dropped (the Local drop: test/lab/agent-ruleset.test.ts)", async () => {
   const snap = await quickstart();
-  const fake = fakeNft();
-  const dp = new AgentDataplane({ node: "node-a1", nft: fake.nft, log: () => {} });
+  const { nft } = fakeNft();
+  const dp = new AgentDataplane({ node: "node-a1", nft, log: () => {} });
   const none = {
     ...snap,
     endpointSlices: snap.endpointSlices.filter((s) => s.metadata.name !== "dns-abc12"),
   };
   assert.equal(await dp.update(none), "applied");
-  const text = fake.applied[0]!;
-  assert.match(
-    text,
-    /set no-endpoints4 \{\n {4}type ipv4_addr \. inet_proto \. inet_service\n {4}elements = \{ [0-9.]+ \. udp \. 53 \}/,
+  const [dns, ...others] = await setKeys(nft, "no-endpoints4");
+  assert.match(dns ?? "", /^[0-9.]+ \. udp \. 53$/);
+  assert.deepEqual(others, []);
+  const table = await nft.dump(AGENT_TABLE);
+  assert.equal(
+    table?.chains.get("reject-forward")?.base,
+    "type filter hook forward priority -10; policy accept;",
   );
-  assert.match(
-    text,
-    /chain reject-forward \{\n {4}type filter hook forward priority -10; policy accept;\n {4}ct state new ip daddr \. meta l4proto \. th dport @no-endpoints4 reject/,
-  );
-  assert.match(
-    text,
-    /# demo\/dns UDP\/53 Cluster\n {4}ip saddr != \{ 192\.0\.2\.0\/24 \} drop\n {2}\}/,
+  assert.deepEqual(nft.rules(AGENT_TABLE, "reject-forward"), [
+    "ct state new ip daddr . meta l4proto . th dport @no-endpoints4 reject",
+    "ct state new ip6 daddr . meta l4proto . th dport @no-endpoints6 reject",
+  ]);
+  const listener = table?.sets
+    .get("listeners4")
+    ?.elements.get(dns ?? "")
+    ?.replace(/^goto /, "");
+  assert.deepEqual(
+    nft.rules(AGENT_TABLE, listener ?? ""),
+    ["ip saddr != { 192.0.2.0/24 } drop"],
     "only the source-range drop in the listener chain: the filter chain rejects the rest",
   );
 });
 
 test("the first sync deletes entries older than the agent: not serving, not the VIP's own", async () => {
   const snap = await quickstart();
-  const fake = fakeNft();
+  const { nft } = fakeNft();
   const asked: ConntrackFilter[] = [];
   let vip = "";
   const conntrack: ConntrackDriver = {
@@ -173,7 +192,7 @@ test("the first sync deletes entries older than the agent: not serving, not the 
       return ["203.0.113.99", "203.0.113.75", f.origDst, "203.0.113.99"];
     },
   };
-  const dp = new AgentDataplane({ node: "node-b1", nft: fake.nft, conntrack, log: () => {} });
+  const dp = new AgentDataplane({ node: "node-b1", nft, conntrack, log: () => {} });
   assert.equal(await dp.update(snap), "applied");
   assert.deepEqual(
     asked.map((d) => `${d.origDst}:${d.origPortDst}<-${d.replySrc}`),

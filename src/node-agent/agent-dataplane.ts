@@ -1,9 +1,10 @@
 /**
  * The node agent's packet side as an object with a lifecycle: give it every good Snapshot
  * and it keeps the node's `inet passlb-agent` table equal to what `agentRulesFromSnapshot`
- * says, replacing the table in one nft transaction when the text changes and doing nothing
- * when it does not. A failed apply leaves the previous table in place (nft transactions
- * are atomic) and is reported; the next snapshot tries again. `close` removes the table.
+ * says, replacing the table in one nft transaction (agent-ruleset.ts, run by the one nft
+ * driver, drivers/nft.ts) when its script changes and doing nothing when it does not. A
+ * failed run leaves the previous table in place (nft transactions are atomic) and is
+ * reported; the next snapshot tries again. `close` removes the table.
  *
  * After every sync whose rules are in place (applied, or unchanged), it deletes the UDP and
  * SCTP conntrack entries that still point at endpoints that stopped serving
@@ -17,12 +18,13 @@
  * source (manifest folder, later the API).
  */
 
-import type { AgentNft } from "../drivers/agent-nft.ts";
 import type { ConntrackDriver } from "../drivers/conntrack-tool.ts";
+import type { NftDriver } from "../drivers/nft.ts";
+import { nftScript } from "../drivers/nft-transaction.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import { createPlanCache } from "../plan/planner.ts";
 import { agentRulesFromSnapshot } from "./agent-rules-snapshot.ts";
-import { type AgentRulesetOptions, agentRuleset } from "./agent-ruleset.ts";
+import { type AgentRulesetOptions, agentRuleset, agentTableRemoval } from "./agent-ruleset.ts";
 import {
   type ConntrackDeletion,
   type ConntrackMemory,
@@ -35,7 +37,7 @@ import {
 
 export interface AgentDataplaneOptions {
   readonly node: string;
-  readonly nft: AgentNft;
+  readonly nft: Pick<NftDriver, "run" | "check">;
   /** deletes stale UDP/SCTP conntrack entries; without one, none are deleted */
   readonly conntrack?: ConntrackDriver;
   readonly log: (line: string) => void;
@@ -48,6 +50,7 @@ export type AgentUpdate = "applied" | "unchanged" | "failed";
 export class AgentDataplane {
   readonly #options: AgentDataplaneOptions;
   readonly #cache = createPlanCache();
+  /** the script of the transaction last run (a new one runs only when it differs) */
   #applied: string | undefined;
   #conntrackMemory: ConntrackMemory = EMPTY_CONNTRACK_MEMORY;
   /** the first sync's listing of every UDP/SCTP listener's entries is done */
@@ -59,13 +62,14 @@ export class AgentDataplane {
 
   async update(snapshot: Snapshot): Promise<AgentUpdate> {
     const rules = agentRulesFromSnapshot(snapshot, this.#options.node, this.#cache);
-    const text = agentRuleset(rules, this.#options.ruleset);
+    const tx = agentRuleset(rules, this.#options.ruleset);
+    const text = nftScript(tx);
     if (text === this.#applied) {
       await this.#cleanConntrack(rules);
       return "unchanged";
     }
     try {
-      await this.#options.nft.apply(text);
+      await this.#options.nft.run(tx);
     } catch (e) {
       this.#options.log(`error nft_failed: keeping the previous rules: ${(e as Error).message}`);
       return "failed";
@@ -140,7 +144,7 @@ export class AgentDataplane {
   async close(): Promise<void> {
     if (this.#applied === undefined) return;
     try {
-      await this.#options.nft.remove();
+      await this.#options.nft.run(agentTableRemoval());
     } catch (e) {
       this.#options.log(`error nft_failed: could not remove the agent table: ${(e as Error).message}`);
     }

@@ -6,8 +6,8 @@
  */
 
 import type { SnapshotSource } from "../cluster/snapshot-source.ts";
-import type { AgentNft } from "../drivers/agent-nft.ts";
 import type { ConntrackDriver } from "../drivers/conntrack-tool.ts";
+import type { NftDriver } from "../drivers/nft.ts";
 import type { Clock } from "../health/clock.ts";
 import type { HealthServersOptions } from "../health/health-servers.ts";
 import type { AgentHealthModel } from "../health/state-agent-model.ts";
@@ -40,7 +40,7 @@ export interface FolderSourceOptions {
 
 export interface AgentDrivers {
   readonly clock: Clock;
-  readonly nft: AgentNft;
+  readonly nft: NftDriver;
   readonly conntrack: ConntrackDriver;
   ensureDecap(encap: Encap, procSys: string): Promise<DecapResult>;
   healthServers(options: HealthServersOptions): HealthServing;

@@ -1,6 +1,8 @@
 /**
- * Prints a node agent's rules (`agent-rules.ts`) as one nft transaction that replaces the
- * agent's own table, `inet passlb-agent`, atomically. Pure text out; the applier runs it.
+ * Turns a node agent's rules (`agent-rules.ts`) into one nft Transaction of typed operations
+ * (drivers/nft-transaction.ts) that replaces the agent's own table, `inet passlb-agent`,
+ * atomically. Pure: operations out; the one nft driver (drivers/nft.ts) runs them, its fake
+ * (drivers/fake-nft.ts) applies them in memory, `nftScript` prints them (the goldens).
  *
  * Shape (nftables wiki "Performing Network Address Translation", "Maps", "Concatenations"):
  *   - `prerouting` (nat, dstnat): one verdict-map lookup on destination . protocol . port
@@ -27,10 +29,21 @@
  *     reply of a connection whose original destination is a VIP) and a local listener's
  *     (source VIP) — so the client's segments fit the tunnel (docs/agent-dataplane.md "Decapsulation",
  *     "MSS clamp"; only lowered, never raised).
+ * The operations come in an order nft accepts one at a time: the table replaced, the sets and
+ * maps declared (with their elements), each chain with its rules (a rule's `@set` exists),
+ * then the listener verdict maps' elements (each `goto` names a chain that exists).
+ * Elements go in chunks of CHUNK per operation, as the LB's renderer does.
  * Established connections keep their translation in conntrack, so replacing the table
  * does not move them. A second listener with the same VIP, protocol and port (a shared IP
  * misconfigured) is left out: the first one, in service order, wins.
  */
+import {
+  elementOps,
+  type NftObject,
+  type NftOp,
+  type Transaction,
+  transaction,
+} from "../drivers/nft-transaction.ts";
 import type { AgentRule } from "./agent-rules.ts";
 
 export const AGENT_TABLE = "passlb-agent";
@@ -45,19 +58,19 @@ export interface AgentRulesetOptions {
 }
 
 /**
- * The script, in order (each step returns its lines):
+ * The transaction, in order (each step returns its operations):
  *   1. distinctListeners — the rules less a repeated VIP . protocol . port;
- *   2. replaceTable — create-then-delete, then open the table;
- *   3. familySets — per family: vips, remote-endpoints, served, no-endpoints, listeners;
+ *   2. replaceTable — add, delete, add the table;
+ *   3. familySets — per family: vips, remote-endpoints, served, no-endpoints, the listeners map;
  *   4. preroutingChain — the verdict-map lookup;
  *   5. listenerChain — one per kept rule: sources, mark, DNAT (or drop);
  *   6. guardChain, rejectChains, postroutingChain;
  *   7. mssChains — only with `mss`;
- * then the table is closed.
+ *   8. listenerVerdicts — per family: the listeners map's `goto` elements.
  */
-export function agentRuleset(rules: readonly AgentRule[], options: AgentRulesetOptions = {}): string {
+export function agentRuleset(rules: readonly AgentRule[], options: AgentRulesetOptions = {}): Transaction {
   const kept = distinctListeners(rules);
-  const lines = [
+  return transaction(AGENT_TABLE, [
     ...replaceTable(),
     ...familySets(kept, "IPv4"),
     ...familySets(kept, "IPv6"),
@@ -67,12 +80,22 @@ export function agentRuleset(rules: readonly AgentRule[], options: AgentRulesetO
     ...rejectChains(),
     ...postroutingChain(),
     ...(options.mss ? mssChains(options.mss) : []),
-    "}",
-  ];
-  return `${lines.join("\n")}\n`;
+    ...listenerVerdicts(kept, "IPv4"),
+    ...listenerVerdicts(kept, "IPv6"),
+  ]);
+}
+
+/** Removes the agent's table whether or not it exists (the agent's `close`). */
+export function agentTableRemoval(): Transaction {
+  return transaction(AGENT_TABLE, [add(TABLE), { verb: "delete", object: TABLE }]);
 }
 
 const MARK = `0x${MASQUERADE_MARK.toString(16)}`;
+/** elements per operation: no one command line grows with the table */
+const CHUNK = 1024;
+const TABLE = { kind: "table" } as const;
+
+const add = (object: NftObject): NftOp => ({ verb: "add", object });
 
 /** the first rule of each VIP . protocol . port, in service order */
 function distinctListeners(rules: readonly AgentRule[]): AgentRule[] {
@@ -87,132 +110,131 @@ function distinctListeners(rules: readonly AgentRule[]): AgentRule[] {
   return kept;
 }
 
-function replaceTable(): string[] {
-  // Create-then-delete makes the delete valid whether or not the table exists (nft 1.0.6
-  // has no `destroy`); the whole script is one transaction.
-  return [`table inet ${AGENT_TABLE}`, `delete table inet ${AGENT_TABLE}`, `table inet ${AGENT_TABLE} {`];
+function replaceTable(): NftOp[] {
+  // Add-then-delete makes the delete valid whether or not the table exists (nft 1.0.6 has
+  // no `destroy`); the whole transaction is one kernel transaction (nft(8) "TABLES").
+  return [add(TABLE), { verb: "delete", object: TABLE }, add(TABLE)];
 }
 
-/** a set (or map) declaration with its elements on one line, none when empty */
-function setLines(head: string, type: string, elements: readonly string[]): string[] {
+/** a set's declaration, then its elements */
+function set(name: string, type: string, keys: readonly string[]): NftOp[] {
   return [
-    `  ${head} {`,
-    `    type ${type}`,
-    ...(elements.length > 0 ? [`    elements = { ${elements.join(", ")} }`] : []),
-    "  }",
+    add({ kind: "set", name, decl: `type ${type};` }),
+    ...elementOps(
+      "add",
+      name,
+      keys.map((key) => ({ key })),
+      CHUNK,
+    ),
   ];
 }
 
-function familySets(kept: readonly AgentRule[], family: "IPv4" | "IPv6"): string[] {
+/** a chain (a base chain with its hook spec) and its rules */
+function chain(name: string, base: string | null, rules: readonly string[]): NftOp[] {
+  return [
+    add({ kind: "chain", name, base }),
+    ...rules.map((rule) => add({ kind: "rule", chain: name, rule })),
+  ];
+}
+
+const listenerKey = (r: AgentRule) => `${r.vip} . ${r.protocol} . ${r.port}`;
+const keyType = (family: "IPv4" | "IPv6") => `${fam(family).addrType} . inet_proto . inet_service`;
+
+function familySets(kept: readonly AgentRule[], family: "IPv4" | "IPv6"): NftOp[] {
   const f = fam(family);
   const mine = kept.filter((r) => r.family === family);
   const vips = [...new Set(mine.map((r) => r.vip))];
   const remote = [
     ...new Set(mine.flatMap((r) => r.targets.filter((t) => t.remote).map((t) => t.address))),
   ].sort();
-  const key = (r: AgentRule) => `${r.vip} . ${r.protocol} . ${r.port}`;
   const rejected = mine.filter((r) => r.targets.length === 0 && r.noEndpoints);
-  const keyType = `${f.addrType} . inet_proto . inet_service`;
   return [
-    ...setLines(`set vips${f.n}`, f.addrType, vips),
-    ...setLines(`set remote-endpoints${f.n}`, f.addrType, remote),
+    ...set(`vips${f.n}`, f.addrType, vips),
+    ...set(`remote-endpoints${f.n}`, f.addrType, remote),
     // the listener keys again, as a set the guard can test (a vmap cannot be used as one)
-    ...setLines(`set served${f.n}`, keyType, mine.map(key)),
-    ...setLines(`set no-endpoints${f.n}`, keyType, rejected.map(key)),
-    `  map listeners${f.n} {`,
-    `    type ${keyType} : verdict`,
-    ...(mine.length > 0
-      ? ["    elements = {", ...mine.map((r) => `      ${key(r)} : goto ${chainName(kept, r)},`), "    }"]
-      : []),
-    "  }",
+    ...set(`served${f.n}`, keyType(family), mine.map(listenerKey)),
+    ...set(`no-endpoints${f.n}`, keyType(family), rejected.map(listenerKey)),
+    // its elements come last (listenerVerdicts): each names a listener chain
+    add({ kind: "map", name: `listeners${f.n}`, decl: `type ${keyType(family)} : verdict;` }),
   ];
 }
 
-function preroutingChain(): string[] {
-  return [
-    "  chain prerouting {",
-    "    type nat hook prerouting priority dstnat; policy accept;",
-    "    ip daddr . meta l4proto . th dport vmap @listeners4",
-    "    ip6 daddr . meta l4proto . th dport vmap @listeners6",
-    "  }",
-  ];
+function listenerVerdicts(kept: readonly AgentRule[], family: "IPv4" | "IPv6"): NftOp[] {
+  const mine = kept.filter((r) => r.family === family);
+  const items = mine.map((r) => ({ key: listenerKey(r), value: `goto ${chainName(kept, r)}` }));
+  return elementOps("add", `listeners${fam(family).n}`, items, CHUNK);
 }
 
-function listenerChain(kept: readonly AgentRule[], r: AgentRule): string[] {
+function preroutingChain(): NftOp[] {
+  return chain("prerouting", "type nat hook prerouting priority dstnat; policy accept;", [
+    "ip daddr . meta l4proto . th dport vmap @listeners4",
+    "ip6 daddr . meta l4proto . th dport vmap @listeners6",
+  ]);
+}
+
+/** a listener's chain (its Service, listener and policy are in agent-rules' AgentRule, not in nft) */
+function listenerChain(kept: readonly AgentRule[], r: AgentRule): NftOp[] {
   const f = fam(r.family);
-  const lines = [
-    `  chain ${chainName(kept, r)} {`,
-    `    # ${r.service} ${r.listener} ${r.policy}${r.terminatingFallback ? " (terminating endpoints)" : ""}`,
-  ];
+  const rules: string[] = [];
   if (r.sourceRanges !== null) {
-    if (r.sourceRanges.length === 0) lines.push("    drop");
-    else lines.push(`    ${f.proto} saddr != { ${r.sourceRanges.join(", ")} } drop`);
+    if (r.sourceRanges.length === 0) rules.push("drop");
+    else rules.push(`${f.proto} saddr != { ${r.sourceRanges.join(", ")} } drop`);
   }
   if (r.targets.length === 0) {
     // no endpoint at all: left undone here, rejected by reject-forward/-input
-    if (!r.noEndpoints) lines.push("    drop");
+    if (!r.noEndpoints) rules.push("drop");
   } else {
-    if (r.targets.some((t) => t.remote)) lines.push(`    meta mark set meta mark | ${MARK}`);
+    if (r.targets.some((t) => t.remote)) rules.push(`meta mark set meta mark | ${MARK}`);
     const pick =
       r.pick === "client-ip"
         ? `jhash ${f.proto} saddr mod ${r.targets.length} seed 0x${AFFINITY_SEED.toString(16)}`
         : `numgen random mod ${r.targets.length}`;
     const map = r.targets.map((t, i) => `${i} : ${f.literal(t.address)} . ${t.port}`).join(", ");
-    lines.push(`    meta l4proto ${r.protocol} dnat ${f.proto} to ${pick} map { ${map} }`);
+    rules.push(`meta l4proto ${r.protocol} dnat ${f.proto} to ${pick} map { ${map} }`);
   }
-  lines.push("  }");
-  return lines;
+  return chain(chainName(kept, r), null, rules);
 }
 
-function guardChain(): string[] {
-  return [
-    "  chain guard {",
-    "    type filter hook prerouting priority dstnat + 10; policy accept;",
-    // A listener's packet still addressed to the VIP here had its NAT claimed by a chain
-    // before ours (an LB host's passlb lb, docs/dataplane-nftables.md): kube-proxy lets such
-    // packets pass, and so do we. What nobody serves is dropped.
-    "    ip daddr . meta l4proto . th dport @served4 accept",
-    "    ip6 daddr . meta l4proto . th dport @served6 accept",
-    "    ip daddr @vips4 drop",
-    "    ip6 daddr @vips6 drop",
-    "  }",
-  ];
-}
-
-function rejectChains(): string[] {
-  return ["forward", "input"].flatMap((hook) => [
-    `  chain reject-${hook} {`,
-    `    type filter hook ${hook} priority -10; policy accept;`,
-    "    ct state new ip daddr . meta l4proto . th dport @no-endpoints4 reject",
-    "    ct state new ip6 daddr . meta l4proto . th dport @no-endpoints6 reject",
-    "  }",
+function guardChain(): NftOp[] {
+  // A listener's packet still addressed to the VIP here had its NAT claimed by a chain
+  // before ours (an LB host's passlb lb, docs/dataplane-nftables.md): kube-proxy lets such
+  // packets pass, and so do we. What nobody serves is dropped.
+  return chain("guard", "type filter hook prerouting priority dstnat + 10; policy accept;", [
+    "ip daddr . meta l4proto . th dport @served4 accept",
+    "ip6 daddr . meta l4proto . th dport @served6 accept",
+    "ip daddr @vips4 drop",
+    "ip6 daddr @vips6 drop",
   ]);
 }
 
-function postroutingChain(): string[] {
-  return [
-    "  chain postrouting {",
-    "    type nat hook postrouting priority srcnat; policy accept;",
-    `    meta mark & ${MARK} == ${MARK} ip daddr @remote-endpoints4 masquerade`,
-    `    meta mark & ${MARK} == ${MARK} ip6 daddr @remote-endpoints6 masquerade`,
-    "  }",
-  ];
+function rejectChains(): NftOp[] {
+  return ["forward", "input"].flatMap((hook) =>
+    chain(`reject-${hook}`, `type filter hook ${hook} priority -10; policy accept;`, [
+      "ct state new ip daddr . meta l4proto . th dport @no-endpoints4 reject",
+      "ct state new ip6 daddr . meta l4proto . th dport @no-endpoints6 reject",
+    ]),
+  );
 }
 
-function mssChains(mss: { readonly 4: number; readonly 6: number }): string[] {
+function postroutingChain(): NftOp[] {
+  return chain("postrouting", "type nat hook postrouting priority srcnat; policy accept;", [
+    `meta mark & ${MARK} == ${MARK} ip daddr @remote-endpoints4 masquerade`,
+    `meta mark & ${MARK} == ${MARK} ip6 daddr @remote-endpoints6 masquerade`,
+  ]);
+}
+
+function mssChains(mss: { readonly 4: number; readonly 6: number }): NftOp[] {
   const synAck = "tcp flags & (syn | ack) == syn | ack";
   const clamp = (n: number) => `tcp option maxseg size > ${n} tcp option maxseg size set ${n}`;
   return [
-    "  chain mss-forward {",
-    "    type filter hook forward priority mangle; policy accept;",
-    `    ct direction reply ct original ip daddr @vips4 ${synAck} ${clamp(mss[4])}`,
-    `    ct direction reply ct original ip6 daddr @vips6 ${synAck} ${clamp(mss[6])}`,
-    "  }",
-    "  chain mss-output {",
-    "    type filter hook output priority mangle; policy accept;",
-    `    ip saddr @vips4 ${synAck} ${clamp(mss[4])}`,
-    `    ip6 saddr @vips6 ${synAck} ${clamp(mss[6])}`,
-    "  }",
+    ...chain("mss-forward", "type filter hook forward priority mangle; policy accept;", [
+      `ct direction reply ct original ip daddr @vips4 ${synAck} ${clamp(mss[4])}`,
+      `ct direction reply ct original ip6 daddr @vips6 ${synAck} ${clamp(mss[6])}`,
+    ]),
+    ...chain("mss-output", "type filter hook output priority mangle; policy accept;", [
+      `ip saddr @vips4 ${synAck} ${clamp(mss[4])}`,
+      `ip6 saddr @vips6 ${synAck} ${clamp(mss[6])}`,
+    ]),
   ];
 }
 

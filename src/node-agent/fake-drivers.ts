@@ -1,11 +1,15 @@
 /**
  * Fakes of every node-agent driver (agent-drivers.ts), for unit tests: each answers from
  * memory and writes what it was asked to one ordered `calls` list (`"health.close"`,
- * `"nft.apply"`, …), so a test can read the order of a start and a stop. `fail` makes the
+ * `"nft.run"`, …), so a test can read the order of a start and a stop. `fail` makes the
  * named call throw (a refused `nft`, an `ip link add` that fails, a source that cannot
- * start). The input is a source the test feeds: `push` delivers a read.
+ * start). `nft` is the fake nft driver (drivers/fake-nft.ts): it applies what the agent
+ * runs to an in-memory table a test can read. The input is a source the test feeds: `push`
+ * delivers a read.
  */
 import type { SnapshotSource, SourceHandlers, SourceRead } from "../cluster/snapshot-source.ts";
+import { FakeNft } from "../drivers/fake-nft.ts";
+import type { Transaction } from "../drivers/nft-transaction.ts";
 import { FakeClock } from "../health/clock.ts";
 import type { AgentDrivers, HealthServing, NodeProxying } from "./agent-drivers.ts";
 
@@ -20,11 +24,12 @@ export type FakeCall =
   | "proxy.close"
   | "source.start"
   | "source.close"
-  | "nft.apply"
+  | "nft.run"
   | "conntrack.delete";
 
 export interface FakeAgentDrivers extends AgentDrivers {
   readonly clock: FakeClock;
+  readonly nft: FakeNft;
   readonly calls: FakeCall[];
   /** the calls that throw from now on */
   readonly fail: Set<FakeCall>;
@@ -69,11 +74,7 @@ export function fakeAgentDrivers(options: { firstRead?: SourceRead } = {}): Fake
     calls,
     fail,
     clock: new FakeClock(),
-    nft: {
-      apply: async () => call("nft.apply"),
-      check: async () => {},
-      remove: async () => {},
-    },
+    nft: new RecordingNft(call),
     conntrack: {
       deleteFlows: async () => {
         call("conntrack.delete");
@@ -96,4 +97,17 @@ export function fakeAgentDrivers(options: { firstRead?: SourceRead } = {}): Fake
       await handlers?.onRead(read);
     },
   };
+}
+
+/** FakeNft whose runs are also calls (and fail when `fail` names "nft.run") */
+class RecordingNft extends FakeNft {
+  readonly #call: (name: FakeCall) => void;
+  constructor(call: (name: FakeCall) => void) {
+    super();
+    this.#call = call;
+  }
+  override async run(tx: Transaction): Promise<void> {
+    this.#call("nft.run");
+    await super.run(tx);
+  }
 }

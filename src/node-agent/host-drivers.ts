@@ -1,11 +1,11 @@
 /**
- * Adapter: the node agent's real drivers — `nft` (agent-nft.ts), `conntrack`
+ * Adapter: the node agent's real drivers — `nft` (the one nft driver, drivers/nft.ts), `conntrack`
  * (conntrack-tool.ts), `ip` and sysctls (decap-device.ts), node:http health servers,
  * the userspace node proxy, the manifest folder and the real clock.
  */
 import { ManifestFolderSource } from "../cluster/manifest-folder-source.ts";
-import { agentNft } from "../drivers/agent-nft.ts";
 import { conntrackTool } from "../drivers/conntrack-tool.ts";
+import { createNftDriver } from "../drivers/nft.ts";
 import { realClock } from "../health/clock.ts";
 import { HealthServers } from "../health/health-servers.ts";
 import type { AgentDrivers } from "./agent-drivers.ts";
@@ -15,7 +15,7 @@ import { NodeProxy } from "./node-proxy.ts";
 export function hostDrivers(): AgentDrivers {
   return {
     clock: realClock(),
-    nft: agentNft(),
+    nft: createNftDriver(),
     conntrack: conntrackTool(),
     ensureDecap: (encap, procSys) => ensureDecap(encap, { procSys }),
     healthServers: (o) => new HealthServers(o),

@@ -59,7 +59,7 @@ test("nftables with decap: parts start in order, each read syncs decap → dnat 
     "decap.ensure",
     "source.start",
     "decap.ensure",
-    "nft.apply",
+    "nft.run",
     "health.update",
     "health.updated", // node-a1 has an IPv4 and an IPv6 address: one mark per family
     "health.updated",
@@ -136,19 +136,19 @@ test("userspace: the proxy starts at the first good read and follows; bad input 
 
 test("a refused DNAT sync does not refresh the health answers", async () => {
   const drivers = fakeAgentDrivers({ firstRead: await goodRead() });
-  drivers.fail.add("nft.apply");
+  drivers.fail.add("nft.run");
   const out = sink();
   const agent = buildNodeAgent(config({ dataplane: "nftables" }), drivers, out);
   await agent.start();
-  assert.deepEqual(drivers.calls, ["source.start", "nft.apply", "health.update"]);
+  assert.deepEqual(drivers.calls, ["source.start", "nft.run", "health.update"]);
   assert.ok(out.lines.some((l) => l.includes("error nft_failed")));
-  drivers.fail.delete("nft.apply");
+  drivers.fail.delete("nft.run");
   drivers.calls.length = 0;
   await drivers.push(await goodRead());
   assert.deepEqual(drivers.calls, [
     "health.queued",
     "health.queued",
-    "nft.apply",
+    "nft.run",
     "health.update",
     "health.updated",
     "health.updated",

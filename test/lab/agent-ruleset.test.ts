@@ -1,21 +1,29 @@
 /**
- * The node agent's DNAT rules and their nft text, from a copy of examples/quickstart (quickstart.yaml, frozen here so the example can evolve) plus a few
+ * The node agent's DNAT rules and their nft transaction (printed by nftScript), from a copy of examples/quickstart (quickstart.yaml, frozen here so the example can evolve) plus a few
  * extra objects (test/fixtures/lab/agent/extra.yaml): goldens per node, the eTP rules
  * spelled out, and — when root with nft — every golden accepted by `nft --check` in a
- * throwaway network namespace.
+ * throwaway network namespace, and the fake nft's table equal to the kernel's.
  */
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { readManifests } from "../../src/cluster/manifest-files.ts";
+import { FakeNft } from "../../src/drivers/fake-nft.ts";
+import { createNftDriver } from "../../src/drivers/nft.ts";
+import { nftScript } from "../../src/drivers/nft-transaction.ts";
 import { decodeDocuments } from "../../src/k8s/decode.ts";
 import type { Snapshot } from "../../src/k8s/snapshot.ts";
+import type { AgentRule } from "../../src/node-agent/agent-rules.ts";
 import { agentRulesFromSnapshot } from "../../src/node-agent/agent-rules-snapshot.ts";
-import { agentRuleset } from "../../src/node-agent/agent-ruleset.ts";
+import { AGENT_TABLE, type AgentRulesetOptions, agentRuleset } from "../../src/node-agent/agent-ruleset.ts";
 import { assertGolden } from "../golden.ts";
 
 const FIXTURES = "test/fixtures/lab/agent";
 const NODES = ["node-a1", "node-b2", "node-c1"];
+
+/** the `nft -f` script of a ruleset (what the goldens hold) */
+const script = (rules: readonly AgentRule[], options?: AgentRulesetOptions) =>
+  nftScript(agentRuleset(rules, options));
 
 async function snapshot(): Promise<Snapshot> {
   const read = await readManifests([`${FIXTURES}/quickstart.yaml`, `${FIXTURES}/extra.yaml`], async () => "");
@@ -29,7 +37,7 @@ test("agent rulesets per node match their goldens", async () => {
   for (const node of NODES) {
     const rules = agentRulesFromSnapshot(snap, node);
     assertGolden(`${FIXTURES}/${node}.rules.golden.json`, rules);
-    assertGolden(`${FIXTURES}/${node}.golden.nft`, agentRuleset(rules));
+    assertGolden(`${FIXTURES}/${node}.golden.nft`, script(rules));
   }
 });
 
@@ -48,7 +56,10 @@ test("Local uses only this node's endpoints and keeps the client address", async
   // node-c1's only web pod is not ready and not terminating: nothing to send to, so drop
   const c1 = agentRulesFromSnapshot(snap, "node-c1").find((r) => r.service === "demo/web")!;
   assert.deepEqual(c1.targets, []);
-  assert.match(agentRuleset([c1]), /# demo\/web TCP\/80 Local\n {4}drop\n/);
+  assert.match(
+    script([c1]),
+    /^add chain inet passlb-agent listener-0\nadd rule inet passlb-agent listener-0 drop\n/m,
+  );
 });
 
 test("Cluster spreads over every ready endpoint and masquerades the remote ones", async () => {
@@ -70,10 +81,10 @@ test("Cluster spreads over every ready endpoint and masquerades the remote ones"
     ["fd00:203::48", "fd00:203::49"],
     "an IPv6 VIP uses IPv6 endpoints only",
   );
-  const text = agentRuleset(rules);
+  const text = script(rules);
   assert.match(
     text,
-    /set remote-endpoints4 \{\n {4}type ipv4_addr\n {4}elements = \{ 203\.0\.113\.73, 203\.0\.113\.74 \}/,
+    /^add element inet passlb-agent remote-endpoints4 \{ 203\.0\.113\.73, 203\.0\.113\.74 \}$/m,
   );
   assert.match(text, /jhash ip6 saddr mod 2 seed 0x706c62 map \{ 0 : \[fd00:203::48\] \. 9000/);
 });
@@ -90,7 +101,7 @@ test("terminating endpoints are used when nothing else is left; source ranges dr
   );
   const dns = b2.find((r) => r.service === "demo/dns")!;
   assert.deepEqual(dns.sourceRanges, ["192.0.2.0/24"]);
-  assert.match(agentRuleset([dns]), /ip saddr != \{ 192\.0\.2\.0\/24 \} drop/);
+  assert.match(script([dns]), /ip saddr != \{ 192\.0\.2\.0\/24 \} drop/);
 });
 
 test("nft --check accepts every golden ruleset (root with nft only)", async (t) => {
@@ -101,20 +112,34 @@ test("nft --check accepts every golden ruleset (root with nft only)", async (t) 
   execFileSync("ip", ["netns", "add", ns]);
   t.after(() => spawnSync("ip", ["netns", "del", ns]));
   for (const node of NODES) {
-    const text = agentRuleset(agentRulesFromSnapshot(snap, node));
+    const text = script(agentRulesFromSnapshot(snap, node));
     const r = spawnSync("ip", ["netns", "exec", ns, "nft", "--check", "-f", "-"], { input: text });
     assert.equal(r.status, 0, `${node}: ${r.stderr}`);
   }
   // applying twice is the same as once (the table is replaced whole)
-  const text = agentRuleset(agentRulesFromSnapshot(snap, "node-a1"));
-  for (let i = 0; i < 2; i++) execFileSync("ip", ["netns", "exec", ns, "nft", "-f", "-"], { input: text });
+  const tx = agentRuleset(agentRulesFromSnapshot(snap, "node-a1"), { mss: { 4: 1424, 6: 1384 } });
+  const real = createNftDriver({ netns: ns });
+  for (let i = 0; i < 2; i++) await real.run(tx);
   const listed = execFileSync("ip", ["netns", "exec", ns, "nft", "list", "tables"], { encoding: "utf8" });
   assert.equal(listed.trim(), "table inet passlb-agent");
+  // the fake applies the same operations to the same table: sets, elements, chains, rule counts
+  const fake = new FakeNft();
+  await fake.run(tx);
+  assert.deepEqual(tableShape(await real.dump(AGENT_TABLE)), tableShape(await fake.dump(AGENT_TABLE)));
 });
+
+/** a dumped table less what the fake does not model (declarations, hook priorities by name) */
+function tableShape(s: Awaited<ReturnType<FakeNft["dump"]>>): unknown {
+  assert.ok(s, "the table exists");
+  return {
+    sets: [...s.sets.values()].map((x) => [x.name, x.isMap, [...x.elements].sort()]),
+    chains: [...s.chains.values()].map((c) => [c.name, c.base === null, c.ruleCount]),
+  };
+}
 
 test("behind encapsulation: VIP SYN-ACKs get the clamped MSS, and nft --check accepts it", async (t) => {
   const snap = await snapshot();
-  const text = agentRuleset(agentRulesFromSnapshot(snap, "node-a1"), { mss: { 4: 1424, 6: 1384 } });
+  const text = script(agentRulesFromSnapshot(snap, "node-a1"), { mss: { 4: 1424, 6: 1384 } });
   assertGolden(`${FIXTURES}/node-a1.mss.golden.nft`, text);
   assert.match(
     text,

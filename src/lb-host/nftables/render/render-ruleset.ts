@@ -141,17 +141,8 @@ function pushElements(
   elements: ReadonlyMap<string, string>,
   isMap: boolean,
 ): void {
-  if (elements.size === 0) return;
-  let chunk: { key: string; value?: string }[] = [];
-  const flush = () => {
-    out.op(verb, { kind: "element", set, elements: chunk });
-    chunk = [];
-  };
-  for (const [key, value] of elements) {
-    chunk.push(verb === "add" && isMap ? { key, value } : { key });
-    if (chunk.length === CHUNK) flush();
-  }
-  if (chunk.length > 0) flush();
+  const items = [...elements].map(([key, value]) => (verb === "add" && isMap ? { key, value } : { key }));
+  out.elements(verb, set, items, CHUNK);
 }
 
 function pushChain(out: TransactionBuilder, c: NftChain, create: boolean): void {
