@@ -104,6 +104,26 @@ test("terminating endpoints are used when nothing else is left; source ranges dr
   assert.match(script([dns]), /ip saddr != \{ 192\.0\.2\.0\/24 \} drop/);
 });
 
+test("a large table: elements in chunks of 1024 per operation, each goto after its chain", async () => {
+  const snap = await snapshot();
+  const dns = agentRulesFromSnapshot(snap, "node-b2").find((r) => r.service === "demo/dns")!;
+  // 1500 listeners on one VIP, ports 1..1500
+  const many = Array.from({ length: 1500 }, (_, i) => ({ ...dns, port: i + 1 }));
+  const ops = agentRuleset(many).ops;
+  const sizes = (set: string) =>
+    ops.flatMap((o) =>
+      o.object.kind === "element" && o.object.set === set ? [o.object.elements.length] : [],
+    );
+  assert.deepEqual(sizes("served4"), [1024, 476]);
+  assert.deepEqual(sizes("listeners4"), [1024, 476]);
+  const lastChain = ops.findLastIndex((o) => o.object.kind === "chain");
+  const firstGoto = ops.findIndex((o) => o.object.kind === "element" && o.object.set === "listeners4");
+  assert.ok(lastChain < firstGoto, "the verdict elements come after every chain");
+  const fake = new FakeNft();
+  await fake.run(agentRuleset(many)); // refuses a goto to a missing chain or a rule's missing @set
+  assert.equal((await fake.dump(AGENT_TABLE))?.sets.get("listeners4")?.elements.size, 1500);
+});
+
 test("nft --check accepts every golden ruleset (root with nft only)", async (t) => {
   const why = rootWithNft();
   if (why) return t.skip(why);
