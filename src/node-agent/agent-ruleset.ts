@@ -172,7 +172,7 @@ function preroutingChain(): NftOp[] {
   ]);
 }
 
-/** a listener's chain (its Service, listener and policy are in agent-rules' AgentRule, not in nft) */
+/** one kept rule's chain, named by its index (the rules goldens, `*.rules.golden.json`, say which Service it is) */
 function listenerChain(kept: readonly AgentRule[], r: AgentRule): NftOp[] {
   const f = fam(r.family);
   const rules: string[] = [];
