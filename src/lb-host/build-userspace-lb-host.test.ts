@@ -115,7 +115,8 @@ test("Kubernetes mode: a degraded read keeps the Services that vanished from it"
       prepare: (r) => ({ snapshot: r.snapshot, degraded: r.problems.length > 0 }),
     },
   });
-  await host.start();
+  await host.start(); // does not wait for the cluster's first read
+  await sync.idle();
   assert.equal(drivers.folderOptions(), undefined, "no folder in Kubernetes mode");
   assert.deepEqual(
     sync.plans.map((p) => p.service),

@@ -13,9 +13,10 @@
  *   waits for the pass in flight;
  * - **reporter**: the dashboard, metrics and the lines (userspace-lb-reporter.ts).
  *
- * In manifests mode a first read with problems is refused: the input part fails to start
- * (its error says so) after the reporter printed the problems, as `passlb lb -f` always
- * did. Deliberately not here: flags (cli/lb-command.ts), the Kubernetes client (lb-kube.ts).
+ * In manifests mode the input part waits for the first read, and one with problems is
+ * refused: the part fails to start after the reporter printed the problems, as `passlb lb
+ * -f` always did. In Kubernetes mode it does not wait: while the API server refuses, the
+ * host runs and its dashboard and /readyz say so (lb-kube.ts). Deliberately not here: flags (cli/lb-command.ts), the Kubernetes client (lb-kube.ts).
  */
 import type { SnapshotSource } from "../cluster/snapshot-source.ts";
 import { LbHost, type LbHostPart } from "./lb-host.ts";
@@ -106,7 +107,10 @@ export function buildUserspaceLbHost(
         );
         // connections and bytes: the proxy's own tallies, read at each scrape and dashboard refresh
         sink.observer.traffic(() => proxy.trafficTotals());
-        return () => proxy.close();
+        return async () => {
+          await sync.idle(); // a prober change may have queued a pass
+          await proxy.close();
+        };
       },
     },
     { name: "health", start: () => () => health.close() },
@@ -114,7 +118,7 @@ export function buildUserspaceLbHost(
       name: "input",
       start: async () => {
         let first: readonly string[] | undefined;
-        await source.start({
+        const started = source.start({
           onChange: () => sync.changed(),
           onRead: (read) => {
             if (!read.ok && !sync.hasGood && !input.kube) first ??= read.problems;
@@ -123,8 +127,12 @@ export function buildUserspaceLbHost(
         });
         const undo = async () => {
           await source.close();
+          await started;
           await sync.idle();
         };
+        // a cluster may not answer yet: the host runs (and its dashboard says so) meanwhile
+        if (input.kube) return undo;
+        await started;
         if (first && !sync.hasGood) {
           await undo();
           reporter.firstReadFailed(first);
