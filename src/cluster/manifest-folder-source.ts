@@ -1,5 +1,6 @@
 /**
- * Adapter: a manifest folder as a live source of Snapshots. Reads the folder now, again
+ * Adapter: a manifest folder (or several files and folders, as `passlb lb -f` takes them)
+ * as a live source of Snapshots. Reads the paths now, again
  * shortly after anything in it changes, and at the latest `rereadMs` (the agent's sync
  * period) after the previous read whatever happens. Changes are found by polling the files'
  * names, sizes and modification times every `pollMs` (watch-manifests.ts's signature), not
@@ -11,8 +12,10 @@
  * overlap; a change during a read causes one more read.
  *
  * Each read reports either a decoded Snapshot or the problems that stopped it (unreadable
- * path, invalid YAML, invalid objects); keeping the last good snapshot is the consumer's
- * decision. Decoding stays in the pure core (k8s/decode.ts).
+ * path, invalid YAML, invalid objects, each naming its file); keeping the last good snapshot
+ * is the consumer's decision. Decoding stays in the pure core (k8s/decode.ts). A path `-`
+ * is stdin (manifest-files.ts): read through `readStdin`, which the caller makes return the
+ * same text on every read (stdin can be read once; the other paths are still watched).
  */
 import { type Clock, realClock } from "../health/clock.ts";
 import { decodeDocuments, formatProblem } from "../k8s/decode.ts";
@@ -27,7 +30,10 @@ export type FolderRead = SourceRead;
 export type FolderHandlers = SourceHandlers;
 
 export interface FolderOptions {
-  readonly path: string;
+  /** a folder, or files and folders in order */
+  readonly path: string | readonly string[];
+  /** the text of `-` (default: none) */
+  readonly readStdin?: () => Promise<string>;
   readonly rereadMs: number;
   readonly debounceMs: number;
   /** how often the files' signature is compared (default 500 ms) */
@@ -51,7 +57,7 @@ export class ManifestFolderSource implements SnapshotSource {
   /** Starts watching and performs the first read; resolves when that read was handled. */
   async start(handlers: FolderHandlers): Promise<void> {
     this.#handlers = handlers;
-    this.#signature = await manifestSignature([this.#options.path]);
+    this.#signature = await manifestSignature(this.#paths);
     if (this.#closed) return;
     const clock = this.#options.clock ?? realClock();
     this.#poll = new CoalescingRunner(() => this.#checkSignature(), {
@@ -68,6 +74,11 @@ export class ManifestFolderSource implements SnapshotSource {
     await this.#reads.idle();
   }
 
+  get #paths(): readonly string[] {
+    const { path } = this.#options;
+    return typeof path === "string" ? [path] : path;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all([this.#poll?.stop(), this.#reads?.stop()]);
@@ -75,7 +86,7 @@ export class ManifestFolderSource implements SnapshotSource {
 
   async #checkSignature(): Promise<void> {
     if (this.#closed) return;
-    const now = await manifestSignature([this.#options.path]);
+    const now = await manifestSignature(this.#paths);
     if (now === this.#signature || this.#closed) return;
     this.#signature = now;
     this.#handlers?.onChange();
@@ -85,15 +96,15 @@ export class ManifestFolderSource implements SnapshotSource {
   async #read(reason: RunReason): Promise<void> {
     if (this.#closed) return;
     if (reason === "periodic") this.#handlers?.onChange();
-    const read = await readFolder(this.#options.path);
+    const read = await readFolder(this.#paths, this.#options.readStdin ?? (async () => ""));
     if (this.#closed) return;
     await this.#handlers?.onRead(read);
   }
 }
 
-async function readFolder(path: string): Promise<FolderRead> {
+async function readFolder(paths: readonly string[], readStdin: () => Promise<string>): Promise<FolderRead> {
   try {
-    const read = await readManifests([path], async () => "");
+    const read = await readManifests(paths, readStdin);
     const decoded = decodeDocuments(read.documents);
     const problems = [...read.problems.map(formatProblem), ...decoded.problems.map(formatProblem)];
     if (problems.length > 0) return { ok: false, problems };
