@@ -16,7 +16,7 @@
  */
 import type { KubeLbRun } from "../../cli/lb-nftables.ts";
 import type { FastPath } from "../fast-path.ts";
-import { LbHost, type LbHostPart } from "../lb-host.ts";
+import { LbHost, type LbHostEvents, type LbHostPart } from "../lb-host.ts";
 import type { NftablesLbHostConfig } from "../lb-host-config.ts";
 import type { LbController } from "../nftables/lb-controller.ts";
 import type { NftablesLbHostDrivers } from "./lb-host-drivers.ts";
@@ -47,6 +47,8 @@ export interface NftablesLbHostOptions {
   readonly fastPath?: FastPath | undefined;
   /** `-f -` */
   readonly readStdin: () => Promise<string>;
+  /** each part started and stopped (tests) */
+  readonly events?: LbHostEvents;
 }
 
 export interface NftablesLbHost {
@@ -168,7 +170,10 @@ export function buildNftablesLbHost(
     ...(once ? [] : runningParts(config, { announcer, input, controller, drivers, sinks })),
   ];
   return {
-    host: new LbHost(parts.filter((p): p is LbHostPart => p !== undefined)),
+    host: new LbHost(
+      parts.filter((p): p is LbHostPart => p !== undefined),
+      options.events,
+    ),
     controller,
     once: (signal) => syncOnce(controller, kubeInput?.first, signal, fastPath, say),
   };

@@ -20,26 +20,35 @@ export interface TunnelCheckPartOptions {
 
 export class TunnelCheckPart implements LbHostPart {
   readonly name = "tunnel-check";
-  readonly #keeper: TunnelCheckKeeper;
+  readonly #o: TunnelCheckPartOptions;
+  readonly #sinks: LbHostSinks;
+  /** from start to undo (its periodic re-check is a timer) */
+  #keeper: TunnelCheckKeeper | undefined;
 
   constructor(options: TunnelCheckPartOptions, sinks: LbHostSinks) {
-    const { say, obs } = sinks;
-    this.#keeper = new TunnelCheckKeeper({
-      ...options,
+    this.#o = options;
+    this.#sinks = sinks;
+  }
+
+  start(): Undo {
+    const { say, obs } = this.#sinks;
+    const keeper = new TunnelCheckKeeper({
+      ...this.#o,
       onSynced: (n) => say(`passlb lb: tunnel check routes synced for ${n} routed node address(es)`),
       onFailed: (message) => {
         say(`passlb lb: ${message}`);
         obs?.observer.note({ event: "tunnel_check_routes_failed", severity: "warning", message });
       },
     });
+    this.#keeper = keeper;
+    return () => {
+      this.#keeper = undefined;
+      return keeper.stop();
+    };
   }
 
-  start(): Undo {
-    return () => this.#keeper.stop();
-  }
-
-  /** the probe targets changed */
+  /** the probe targets changed: synced now (nothing before start, after undo) */
   sync(): void {
-    this.#keeper.sync();
+    this.#keeper?.sync();
   }
 }
