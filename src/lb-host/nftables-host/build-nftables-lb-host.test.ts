@@ -10,7 +10,6 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Announcer } from "../../announce/announcer.ts";
 import { type NftLbFlags, runNftablesLb } from "../../cli/lb-nftables.ts";
-import { PasslbError } from "../../errors.ts";
 import { nftablesLbHostConfig } from "../lb-host-config.ts";
 import { buildNftablesLbHost } from "./build-nftables-lb-host.ts";
 import { fakeLbHostDrivers } from "./fake-drivers.ts";
@@ -100,7 +99,13 @@ test("the parts a config yields, in start order", () => {
 
 async function run(change: Partial<NftLbFlags>, drivers = fakeLbHostDrivers()) {
   let stderr = "";
-  const io = { stdout: () => {}, stderr: (s: string) => void (stderr += s), readStdin };
+  const io = {
+    stdout: () => {},
+    stderr: (s: string) => {
+      stderr += s;
+    },
+    readStdin,
+  };
   const stop = new AbortController();
   const running = runNftablesLb(
     flags({ probe: false, routes: false, ...change }),
