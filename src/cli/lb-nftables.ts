@@ -169,7 +169,13 @@ export async function runNftablesLb(
     given.config,
     options.drivers ?? lbHostDrivers(),
     { say, obs },
-    { host: flags.hostName ?? hostname(), kube, fastPath: options.fastPath, readStdin: io.readStdin },
+    {
+      host: flags.hostName ?? hostname(),
+      kube,
+      fastPath: options.fastPath,
+      readStdin: io.readStdin,
+      events: { stopFailed: (part, e) => say(`passlb lb: stopping ${part} failed: ${(e as Error).message}`) },
+    },
   );
   try {
     await built.host.start();
