@@ -16,6 +16,7 @@ import { type ConntrackSysctl, createConntrackSysctl } from "../src/drivers/conn
 import { FakeNft } from "../src/drivers/fake-nft.ts";
 import { PasslbError } from "../src/errors.ts";
 import { conntrackSizing } from "../src/lb-host/conntrack-sizing.ts";
+import { fakeLbHostDrivers } from "../src/lb-host/nftables-host/fake-drivers.ts";
 import { kernelSkipReason, withNetns } from "./netns.ts";
 
 test("sizing: the default relation passes; max below the bucket count is a warning naming both", () => {
@@ -127,8 +128,7 @@ async function lb(flags: Partial<NftLbFlags>, conntrack: FakeConntrack) {
   };
   const stop = new AbortController();
   const code = await runNftablesLb({ ...FLAGS, ...flags }, io, () => stop.signal, undefined, undefined, {
-    nft: new FakeNft(),
-    conntrack,
+    drivers: fakeLbHostDrivers({ nft: new FakeNft(), conntrackSysctl: conntrack }),
   });
   return { code, stderr };
 }

@@ -28,6 +28,7 @@ import {
 } from "../src/lb-host/nftables/render/flow-map.ts";
 import type { NftState } from "../src/lb-host/nftables/render/nft-state.ts";
 import { stateFromNftJson } from "../src/lb-host/nftables/render/parse-nft-json.ts";
+import { fakeLbHostDrivers } from "../src/lb-host/nftables-host/fake-drivers.ts";
 import { assertGolden } from "./golden.ts";
 import { kernelSkipReason, withNetns } from "./netns.ts";
 
@@ -252,8 +253,10 @@ test("passlb lb: warns at start when the flow table cannot hold the expected flo
     };
     const stop = new AbortController();
     const code = await runNftablesLb({ ...FLAGS, ...flags }, io, () => stop.signal, undefined, undefined, {
-      nft: new FakeNft(),
-      conntrack: new FixedConntrack({ max: 262144, buckets: 262144 }),
+      drivers: fakeLbHostDrivers({
+        nft: new FakeNft(),
+        conntrackSysctl: new FixedConntrack({ max: 262144, buckets: 262144 }),
+      }),
     });
     return { code, stderr };
   };

@@ -81,6 +81,7 @@ test("bad flags: one message naming the flag", () => {
 test("passlb lb with a bad BGP flag exits 2 with the message, before touching nft", async () => {
   const { runNftablesLb } = await import("./lb-nftables.ts");
   const { FakeNft } = await import("../drivers/fake-nft.ts");
+  const { fakeLbHostDrivers } = await import("../lb-host/nftables-host/fake-drivers.ts");
   let stderr = "";
   const nft = new FakeNft();
   const code = await runNftablesLb(
@@ -104,7 +105,7 @@ test("passlb lb with a bad BGP flag exits 2 with the message, before touching nf
     () => new AbortController().signal,
     undefined,
     undefined,
-    { nft },
+    { drivers: fakeLbHostDrivers({ nft }) },
   );
   assert.equal(code, 2);
   assert.match(stderr, /error: --bgp-peer: "192.0.2.254" is not ADDR:ASN/);

@@ -34,6 +34,14 @@ export interface NftablesLbHostConfig {
   /** --announce bgp (BIRD); settings undefined when the peers come from LoadBalancerBGPPeers */
   readonly bgp: Ok<ReturnType<typeof bgpAnnounceConfig>>;
   readonly wireMs: number;
+  /** --once: one sync, then exit (no prober, tunnel check, drift check, announcer or watch) */
+  readonly once: boolean;
+  /** policy routes installed (--no-routes: someone else routes marked packets) */
+  readonly routes: boolean;
+  /** the nodes probed (--no-probe: every member counts as serving) */
+  readonly probe: boolean;
+  /** --claim-nat */
+  readonly claimNat: boolean;
 }
 
 export type LbHostConfigResult =
@@ -88,5 +96,11 @@ export function nftablesLbHostConfig(flags: NftLbFlags, input: LbHostInputMode):
       "--announce bgp needs --bgp-asn and --bgp-peer (in Kubernetes mode: LoadBalancerBGPPeer objects instead)",
     );
   const config = { paths, table: flags.table, seed, sizeFor, pollMs, driftMs, countersMs, conntrackMax };
-  return { ok: true, config: { ...config, forward, flows, checkPorts, announce, bgp, wireMs } };
+  const switches = {
+    once: flags.once === true,
+    routes: flags.routes,
+    probe: flags.probe,
+    claimNat: flags.claimNat === true,
+  };
+  return { ok: true, config: { ...config, forward, flows, checkPorts, announce, bgp, wireMs, ...switches } };
 }

@@ -16,12 +16,14 @@ import type { SpeakerState } from "../../src/announce/bgp/bgp-types.ts";
 import { peerProtocolNames } from "../../src/announce/bgp/bird-config.ts";
 import { fakeSpeaker } from "../../src/announce/bgp/bird-speaker.ts";
 import { fakeVipRoutes } from "../../src/announce/bgp/kernel-vip-routes.ts";
+import { bgpAnnouncer } from "../../src/cli/lb-announce-bgp.ts";
 import { kubeReadHandler } from "../../src/cli/lb-kube.ts";
 import { type NftLbFlags, runNftablesLb } from "../../src/cli/lb-nftables.ts";
 import { BgpStatusWriter } from "../../src/cluster/bgp-status-writer.ts";
 import { FakeNft } from "../../src/drivers/fake-nft.ts";
 import { decodeBgpAdvertisement } from "../../src/k8s/load-balancer-bgp-advertisement.ts";
 import { decodeBgpPeer } from "../../src/k8s/load-balancer-bgp-peer.ts";
+import { fakeLbHostDrivers } from "../../src/lb-host/nftables-host/fake-drivers.ts";
 import { eventually, fakeCluster, kubeSource } from "./kube-fixture.ts";
 
 const FLAGS: NftLbFlags = {
@@ -172,7 +174,13 @@ test("--announce bgp from LoadBalancerBGPPeers: the host's peers, a bad one name
       bgpStatus: (objects) =>
         new BgpStatusWriter({ kubeConfig: api.kubeConfig("lb"), host: "lb-1", now: Date.now }).write(objects),
     },
-    { nft, bgp: { speaker, routes: fakeVipRoutes() } },
+    {
+      drivers: fakeLbHostDrivers({
+        nft,
+        bird: (config, host, onEvent, cluster) =>
+          bgpAnnouncer(config, host, onEvent, cluster, { speaker, routes: fakeVipRoutes() }),
+      }),
+    },
   );
   const last = () => speaker.configs.at(-1) ?? "";
   await eventually(() => last().includes("neighbor 192.0.2.1 as 64500"), "tor-a in bird.conf", 10_000);
@@ -260,7 +268,7 @@ test("--announce bgp with neither flags nor the cluster: exit 2, saying what is 
     () => new AbortController().signal,
     undefined,
     undefined,
-    { nft: new FakeNft() },
+    { drivers: fakeLbHostDrivers({ nft: new FakeNft() }) },
   );
   assert.equal(code, 2);
   assert.match(

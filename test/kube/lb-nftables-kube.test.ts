@@ -1,6 +1,6 @@
 /**
  * `passlb lb --dataplane nftables` in Kubernetes mode, wired as the command wires it
- * (runNftablesLb) but with the fake nft applier, so it runs without root: the table gets
+ * (runNftablesLb) but with the fake drivers (fake nft applier), so it runs without root: the table gets
  * the VIPs from Service status only, a Service without one stays out, the table is left
  * alone while the API server is away, and the changes made meanwhile converge. With
  * `--announce l2` (a fake engine): the engine starts after the first sync with the VIPs the
@@ -15,6 +15,7 @@ import { type NftLbFlags, runNftablesLb } from "../../src/cli/lb-nftables.ts";
 import { FakeNft } from "../../src/drivers/fake-nft.ts";
 import { createNftDriver, type NftDriver } from "../../src/drivers/nft.ts";
 import { PasslbError } from "../../src/errors.ts";
+import { fakeLbHostDrivers } from "../../src/lb-host/nftables-host/fake-drivers.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../netns.ts";
 import { eventually, fakeCluster, kubeSource } from "./kube-fixture.ts";
 
@@ -60,7 +61,7 @@ async function scenario(
     () => stop.signal,
     undefined,
     { source, prepare: kubeReadHandler(undefined, (line) => io.stderr(`passlb lb: ${line}\n`)) },
-    { nft },
+    { drivers: fakeLbHostDrivers({ nft }) },
   );
   const vips = async () => {
     const state = await nft.dump("passlb");
@@ -147,11 +148,13 @@ test("--announce l2: the engine is told which VIPs this host can serve, and stop
     undefined,
     { source: kubeSource(api), prepare: kubeReadHandler(undefined, () => {}) },
     {
-      nft,
-      announcer: (peers) => {
-        peersGiven = peers;
-        return fake;
-      },
+      drivers: fakeLbHostDrivers({
+        nft,
+        keepalived: (_config, peers) => {
+          peersGiven = peers;
+          return fake;
+        },
+      }),
     },
   );
   const ready = (vip: string) => fake.last?.vips.find((v) => v.vip === vip);
@@ -173,7 +176,7 @@ test("--announce bgp: the same Announcer calls and readiness; a failed pass make
   t.after(() => api.close());
   const nft = new FakeNft();
   const fake = new FakeAnnouncer("lb-1", "bird");
-  let peersGiven: unknown;
+  let hostGiven: string | undefined;
   const stop = new AbortController();
   t.after(() => stop.abort());
   const io = { stdout: () => {}, stderr: () => {}, readStdin: async () => "" };
@@ -184,20 +187,18 @@ test("--announce bgp: the same Announcer calls and readiness; a failed pass make
     undefined,
     { source: kubeSource(api), prepare: kubeReadHandler(undefined, () => {}) },
     {
-      nft,
-      announcer: (peers) => {
-        peersGiven = peers;
-        return fake;
-      },
+      drivers: fakeLbHostDrivers({
+        nft,
+        bird: (_config, host) => {
+          hostGiven = host;
+          return fake;
+        },
+      }),
     },
   );
   const ready = (vip: string) => fake.last?.vips.find((v) => v.vip === vip);
   await eventually(async () => ready("203.0.113.10")?.ready === true, "the web VIP announced as ready");
-  assert.deepEqual(
-    [...(peersGiven as Map<string, unknown>).keys()],
-    [],
-    "a routed tier has no segment peers",
-  );
+  assert.equal(hostGiven, "lb-1", "BIRD's engine, for this host (a routed tier has no segment peers)");
   assert.equal(fake.status().engine, "bird");
   assert.equal(fake.status().vips.find((v) => v.vip === "203.0.113.10")?.state, "held");
   // the next pass fails: nothing is known to match the plan any more, so nothing is ready
