@@ -218,17 +218,21 @@ test("BGP + ECMP: spread, an LB host's death, joining, graceful stop, withdrawal
             .sort(),
           [vip, local, vip6].sort(),
         );
-        // the engine's status reaches the metrics once a second (lb-nftables.ts): wait for it
+        // the engine's status reaches the metrics once a second (the announcer part's push),
+        // each push a snapshot of that moment: wait until one has all of it
+        const healthy = [
+          /passlb_bgp_speaker_state\{state="healthy"\} 1/,
+          /passlb_bfd_session_up\{peer="198.51.100.1"\} 1/,
+          /passlb_announce_vips\{engine="bird",state="held"\} 3/,
+          /passlb_announce_engine_up\{engine="bird"\} 1/,
+        ];
         let metrics = "";
-        for (let i = 0; i < 30; i++) {
+        for (let i = 0; i < 40; i++) {
           metrics = dashboard(h.ns, "/metrics");
-          if (/passlb_bgp_speaker_state\{state="healthy"\} 1/.test(metrics)) break;
+          if (healthy.every((m) => m.test(metrics))) break;
           await sleep(100);
         }
-        assert.match(metrics, /passlb_bgp_speaker_state\{state="healthy"\} 1/);
-        assert.match(metrics, /passlb_bfd_session_up\{peer="198.51.100.1"\} 1/);
-        assert.match(metrics, /passlb_announce_vips\{engine="bird",state="held"\} 3/);
-        assert.match(metrics, /passlb_announce_engine_up\{engine="bird"\} 1/);
+        for (const m of healthy) assert.match(metrics, m);
         // BIRD's export tables agree with what passlb announces (docs/vip-announce.md
         // "Checked from the wire"): every VIP compared, none missing or extra
         let wire: { vip: string; problem: string | null }[] = [];
