@@ -119,7 +119,7 @@ export function addNftablesOptions(command: import("commander").Command): void {
     )
     .option("--no-probe", "nftables: do not probe the nodes (every member counts as serving)")
     .option("--once", "nftables: sync once and exit")
-    .option("--poll-ms <ms>", "nftables: how often to look for manifest changes", "1000")
+    .option("--poll-ms <ms>", "how often to look for manifest changes (both data planes)", "1000")
     .option(
       "--drift-check-ms <ms>",
       "nftables: how often to compare the kernel table with what was applied",
