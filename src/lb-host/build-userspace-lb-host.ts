@@ -7,8 +7,9 @@
  * - **health**: the prober (`ProberHealth`); each transition runs the forwarding step
  *   again; undo: stops probing;
  * - **input**: the source of Snapshots — the `-f` paths, watched (manifest-folder-source.ts:
- *   a changed file is read again; a read with a problem keeps the last good state), or the
- *   cluster (`KubeLbRun.source`, lb-kube.ts) — each good read planned and applied by
+ *   a changed file is read again; a read with a problem keeps the last good state), the
+ *   cluster (`KubeLbRun.source`, lb-kube.ts), or what `passlb up` pushes (a `PushedSource`,
+ *   cluster/pushed-source.ts; quickstart/quickstart-run.ts) — each good read planned and applied by
  *   `UserspaceLbSync` (userspace-lb-sync.ts, the last good rule); undo: stops watching and
  *   waits for the pass in flight;
  * - **reporter**: the dashboard, metrics and the lines (userspace-lb-reporter.ts).
@@ -16,9 +17,12 @@
  * In manifests mode the input part waits for the first read, and one with problems is
  * refused: the part fails to start after the reporter printed the problems, as `passlb lb
  * -f` always did. In Kubernetes mode it does not wait: while the API server refuses, the
- * host runs and its dashboard and /readyz say so (lb-kube.ts). Deliberately not here: flags (cli/lb-command.ts), the Kubernetes client (lb-kube.ts).
+ * host runs and its dashboard and /readyz say so (lb-kube.ts). A pushed input starts at
+ * once and its first read comes with the owner's first push. Deliberately not here: flags
+ * (cli/lb-command.ts), the Kubernetes client (lb-kube.ts), passlb up's folder and rewrite.
  */
 import type { SnapshotSource } from "../cluster/snapshot-source.ts";
+import type { HealthLookup } from "../forwarding/forwarding-state.ts";
 import { LbHost, type LbHostPart } from "./lb-host.ts";
 import { describeTcpPlumbing, type TcpPlumbingChoice } from "./userspace/tcp-plumbing.ts";
 import type { UserspaceLbDrivers, UserspaceLbSink } from "./userspace-lb-drivers.ts";
@@ -42,6 +46,8 @@ export interface UserspaceLbHostConfig {
   readonly tcp: TcpPlumbingChoice;
   /** why this data plane runs (choose-dataplane.ts), for the start line */
   readonly reason: string;
+  /** the proxy's Maglev tables and affinity, and the forwarding step's (default 0x5eed) */
+  readonly seed?: number;
 }
 
 export interface UserspaceLbHostInput {
@@ -49,11 +55,17 @@ export interface UserspaceLbHostInput {
   readonly kube?: { readonly source: SnapshotSource; readonly prepare: PrepareRead };
   /** the text of `-` among the paths (read once by the caller) */
   readonly readStdin?: () => Promise<string>;
+  /** passlb up: the Snapshots its run pushes (cluster/pushed-source.ts), read instead of the paths */
+  readonly pushed?: SnapshotSource;
 }
 
 export interface UserspaceLbHost {
   readonly host: LbHost;
   readonly sync: UserspaceLbSync;
+  /** the prober's verdicts, for a view of the members (quickstart/quickstart-run.ts liveState) */
+  readonly lookup: HealthLookup;
+  /** which TCP plumbing the proxy runs: "libuv" or "net" (userspace/tcp-plumbing.ts) */
+  readonly tcpPlumbing: "libuv" | "net";
 }
 
 export class InputRefusedError extends Error {
@@ -70,9 +82,11 @@ export function buildUserspaceLbHost(
   input: UserspaceLbHostInput = {},
 ): UserspaceLbHost {
   const reporter = new UserspaceLbReporter(sink);
-  const proxy = drivers.proxy({ seed: SEED, proxyProtocol: config.proxyProtocol, tcp: config.tcp });
+  const seed = config.seed ?? SEED;
+  const proxy = drivers.proxy({ seed, proxyProtocol: config.proxyProtocol, tcp: config.tcp });
   const source =
     input.kube?.source ??
+    input.pushed ??
     drivers.folder({
       path: config.paths,
       rereadMs: REREAD_MS,
@@ -81,7 +95,7 @@ export function buildUserspaceLbHost(
       ...(input.readStdin && { readStdin: input.readStdin }),
     });
   const sync: UserspaceLbSync = new UserspaceLbSync({
-    seed: SEED,
+    seed,
     vipSource: input.kube ? "status" : "ipam",
     loopback: config.loopback,
     reportBadReads: !input.kube,
@@ -150,5 +164,5 @@ export function buildUserspaceLbHost(
       },
     },
   ];
-  return { host: new LbHost(parts), sync };
+  return { host: new LbHost(parts), sync, lookup: health.lookup, tcpPlumbing: proxy.tcpPlumbing };
 }

@@ -21,6 +21,7 @@ import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
 import { poolUsage } from "../web/pool-usage.ts";
+import type { LbFinding } from "./userspace/userspace-lb.ts";
 import type { UserspaceHealth, UserspaceLbSink, UserspaceProxy } from "./userspace-lb-drivers.ts";
 import type { UserspaceLbReporter } from "./userspace-lb-reporter.ts";
 
@@ -49,6 +50,7 @@ export class UserspaceLbSync {
   readonly #o: UserspaceLbSyncOptions;
   readonly #cache = createPlanCache();
   #plans: readonly LoadBalancerPlan[] = [];
+  #findings: readonly LbFinding[] = [];
   #previous = new Map<string, LoadBalancerPlan>();
   #good = false;
   #pendingSince: number | undefined;
@@ -61,6 +63,11 @@ export class UserspaceLbSync {
   /** the plans served now */
   get plans(): readonly LoadBalancerPlan[] {
     return this.#plans;
+  }
+
+  /** what the proxy said in the last pass (a port it could not bind, …) */
+  get findings(): readonly LbFinding[] {
+    return this.#findings;
   }
 
   /** whether any read was good yet */
@@ -109,6 +116,7 @@ export class UserspaceLbSync {
     const lookup = this.#o.health().lookup;
     const fw = this.#plans.map((p) => serviceForwarding(p, lookup, { seed }));
     const findings = await proxy.update(fw);
+    this.#findings = findings;
     sink.observer.forwarding(fw, lookup);
     sink.metrics.programmed("userspace", (this.#o.now() - since) / 1000);
     sink.observer.setFindings(findings);

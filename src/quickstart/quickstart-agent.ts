@@ -2,11 +2,11 @@
  * Adapter: one node's agent inside `passlb up` — a `NodeAgent` (src/node-agent/node-agent.ts)
  * with the userspace node proxy and the kube-proxy-compatible health servers on the
  * node's loopback address, fed the quickstart's own Snapshots (already loopback-rewritten)
- * instead of reading a folder. What goes wrong (a port that cannot bind, a proxy update
+ * through a `PushedSource` (cluster/pushed-source.ts) instead of reading a folder. What goes wrong (a port that cannot bind, a proxy update
  * that fails) comes back from `apply` as error lines; the agent's info lines are not
  * shown (the live view shows the state instead).
  */
-import type { SnapshotSource, SourceHandlers } from "../cluster/snapshot-source.ts";
+import { PushedSource } from "../cluster/pushed-source.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
 import type { AgentConfig } from "../node-agent/agent-config.ts";
 import { buildNodeAgent } from "../node-agent/build-node-agent.ts";
@@ -31,28 +31,10 @@ export interface QuickstartAgentOptions {
   readonly onFinding: (f: Finding) => void;
 }
 
-/** The input `passlb up` pushes: each `push` is one good read; `start` does not wait for one. */
-class PushedSnapshots implements SnapshotSource {
-  #handlers: SourceHandlers | undefined;
-
-  async start(handlers: SourceHandlers): Promise<void> {
-    this.#handlers = handlers;
-  }
-
-  async push(snapshot: Snapshot): Promise<void> {
-    this.#handlers?.onChange();
-    await this.#handlers?.onRead({ ok: true, snapshot, notices: [], problems: [] });
-  }
-
-  async close(): Promise<void> {
-    this.#handlers = undefined;
-  }
-}
-
 export class QuickstartAgent {
   readonly address: string;
   readonly #agent: NodeAgent;
-  readonly #input = new PushedSnapshots();
+  readonly #input = new PushedSource();
   /** problems told since the last apply */
   readonly #errors: string[] = [];
 

@@ -2,30 +2,34 @@
  * Adapter: everything `passlb up` runs in one process, for a folder of manifests — the
  * echo pods, one node agent per node (quickstart-agent.ts: a NodeAgent with the userspace
  * node proxy and kube-proxy-compatible health servers: /healthz, /livez, healthCheckNodePorts),
- * the health prober and the userspace LB — after the loopback rewrite (loopback-rewrite.ts). The folder is polled:
- * when a file changes, the whole folder is read again and every part is brought to the new
- * desired state (level-triggered); input with problems keeps the last good state running.
+ * and the LB: the userspace LB host (quickstart-lb.ts over lb-host/build-userspace-lb-host.ts:
+ * proxy, prober, input, reporter as one `LbHost`) whose input is a `PushedSource` (cluster/pushed-source.ts)
+ * — all after the loopback rewrite (loopback-rewrite.ts). The folder is polled: when a file
+ * changes, the whole folder is read again and every part is brought to the new desired
+ * state (level-triggered); input with problems keeps the last good state running.
  *
- * Flow: snapshot → planSnapshot(ipMode Proxy) → serviceForwarding(plan, prober) → LB;
- * snapshot → nodePortRoutes(node) → each node proxy; snapshot → echo pods.
- * Deliberately not here: the terminal, signals, the lock — up-command.ts does those.
+ * Flow: snapshot → echo pods; snapshot → nodePortRoutes(node) → each node proxy;
+ * snapshot → pushed to the LB host (planSnapshot(ipMode Proxy) → serviceForwarding(plan,
+ * prober) → proxy, lb-host/userspace-lb-sync.ts). Stopped in one order: the LB host, the
+ * agents, the pods. Deliberately not here: the terminal, signals, the lock — up-command.ts
+ * does those; the LB host's own lines (up-command.ts prints passlb up's).
  */
+import { PushedSource } from "../cluster/pushed-source.ts";
 import { manifestSignature } from "../cluster/watch-manifests.ts";
 import { serviceForwarding } from "../forwarding/forwarding-state.ts";
-import { ProberHealth } from "../health/prober-health.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
+import type { UserspaceLbHost } from "../lb-host/build-userspace-lb-host.ts";
 import type { TcpPlumbingChoice } from "../lb-host/userspace/tcp-plumbing.ts";
-import { type LbEvent, UserspaceLb } from "../lb-host/userspace/userspace-lb.ts";
+import type { LbEvent } from "../lb-host/userspace/userspace-lb.ts";
 import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
-import { createPlanCache, planSnapshot } from "../plan/planner.ts";
 import type { Observer } from "../web/observer.ts";
-import { poolUsage } from "../web/pool-usage.ts";
 import { EchoPods, echoPodSpecs } from "./echo-pods.ts";
 import { readFolderSnapshot } from "./folder-snapshot.ts";
 import type { LiveService, LiveState } from "./live-view.ts";
 import { loopbackSnapshot, type RewriteNote } from "./loopback-rewrite.ts";
 import { QuickstartAgent } from "./quickstart-agent.ts";
+import { quickstartLb } from "./quickstart-lb.ts";
 import { RecentConnections } from "./recent-connections.ts";
 
 export interface QuickstartOptions {
@@ -61,17 +65,16 @@ export class QuickstartRun {
   readonly #o: QuickstartOptions;
   readonly #now: () => number;
   readonly #seed: number;
-  readonly #lb: UserspaceLb;
-  readonly #prober: ProberHealth;
+  /** the LB: the userspace LB host, fed what this run pushes */
+  readonly #lb: UserspaceLbHost;
+  readonly #lbInput = new PushedSource();
   readonly #pods = new EchoPods();
   readonly #agents = new Map<string, QuickstartAgent>();
   readonly #stopped = new Set<string>();
   readonly #recent: RecentConnections;
-  readonly #cache = createPlanCache();
   readonly #events: string[] = [];
   readonly startedAt: number;
   #snapshot: Snapshot | undefined;
-  #plans: readonly LoadBalancerPlan[] = [];
   #signature = "";
   #poll: ReturnType<typeof setInterval> | undefined;
   #busy: Promise<void> = Promise.resolve();
@@ -84,28 +87,21 @@ export class QuickstartRun {
     this.#seed = options.seed ?? 0x5eed;
     this.startedAt = this.#now();
     this.#recent = new RecentConnections({ windowMs: options.windowMs ?? 10_000 });
-    this.#prober = new ProberHealth({
-      intervalMs: options.probeIntervalMs ?? 1000,
+    this.#lb = quickstartLb({
       seed: this.#seed,
-      onChange: () => void this.#queue(async () => void (await this.#applyLb())),
-      onEvent: (e) => this.#o.observer?.proberEvent(e),
-      onProbe: (node, ok, seconds) => this.#o.observer?.probeFinished(node, ok, seconds),
-    });
-    this.#lb = new UserspaceLb({
-      seed: this.#seed,
-      proxyProtocol: true,
       tcp: options.tcp ?? "net",
+      probeIntervalMs: options.probeIntervalMs ?? 1000,
       udpIdleMs: options.udpIdleMs ?? 30_000,
       now: this.#now,
       clientZone: (a) => this.#clientZone(a),
       onEvent: (e) => this.#onLbEvent(e),
+      observer: options.observer,
+      input: this.#lbInput,
     });
-    const lb = this.#lb;
-    this.#o.observer?.traffic(() => lb.trafficTotals());
   }
 
   get plans(): readonly LoadBalancerPlan[] {
-    return this.#plans;
+    return this.#lb.sync.plans;
   }
 
   /** the LB's TCP plumbing: "libuv" or "net" (tcp-plumbing.ts) */
@@ -118,6 +114,7 @@ export class QuickstartRun {
   }
 
   async start(): Promise<QuickstartStart> {
+    await this.#lb.host.start();
     const loaded = await this.#load();
     if (!loaded.snapshot) return { ok: false, notes: [], errors: loaded.errors };
     const errors = await this.#apply(loaded.snapshot);
@@ -153,8 +150,7 @@ export class QuickstartRun {
     this.#closed = true;
     if (this.#poll) clearInterval(this.#poll);
     await this.#busy.catch(() => {});
-    await this.#prober.close();
-    await this.#lb.close();
+    await this.#lb.host.stop(); // the input, the prober, then the proxy (build-userspace-lb-host.ts)
     await Promise.all([...this.#agents.values()].map((a) => a.stop()));
     this.#agents.clear();
     await this.#pods.close();
@@ -163,8 +159,9 @@ export class QuickstartRun {
   liveState(): LiveState {
     const now = this.#now();
     const services: LiveService[] = [];
-    for (const plan of this.#plans) {
-      const fw = serviceForwarding(plan, this.#prober.lookup, { seed: this.#seed });
+    const { lookup } = this.#lb;
+    for (const plan of this.plans) {
+      const fw = serviceForwarding(plan, lookup, { seed: this.#seed });
       const first = fw.listeners[0];
       const active = new Set(first?.backends.map((b) => b.node) ?? []);
       const check = plan.healthChecks[0];
@@ -189,9 +186,7 @@ export class QuickstartRun {
         notes,
         failOpen: first?.failOpen ?? false,
         nodes: plan.members.map((m) => {
-          const h = check
-            ? this.#prober.lookup(plan.service, check.id, m.node)
-            : { state: "unknown" as const };
+          const h = check ? lookup(plan.service, check.id, m.node) : { state: "unknown" as const };
           const weight = check?.readsWeight && h.weight !== undefined ? h.weight : m.weight;
           return { node: m.node, zone: m.zone, health: h.state, weight, active: active.has(m.node) };
         }),
@@ -267,22 +262,14 @@ export class QuickstartRun {
   }
 
   async #apply(snapshot: Snapshot): Promise<string[]> {
-    const began = this.#now();
+    this.#lbInput.changed(); // the programming latency counts from the read, as it always did
     this.#snapshot = snapshot;
     this.#zones = snapshot.config.zones.flatMap((z) =>
       z.clientCIDRs.map((c) => parseCidr(c, true)).flatMap((cidr) => (cidr ? [{ zone: z.name, cidr }] : [])),
     );
-    const result = planSnapshot(
-      snapshot,
-      { ipMode: "Proxy", previous: new Map(this.#plans.map((p) => [p.service, p])) },
-      this.#cache,
-    );
-    this.#plans = result.plans;
-    this.#o.observer?.metrics.ipPools(poolUsage(snapshot.config.pools, this.#plans));
     const errors = [...(await this.#pods.update(echoPodSpecs(snapshot.pods)))];
     errors.push(...(await this.#applyAgents(snapshot)));
-    this.#prober.setPlans(this.#plans);
-    errors.push(...(await this.#applyLb(began)));
+    errors.push(...(await this.#applyLb(snapshot)));
     return errors;
   }
 
@@ -325,13 +312,11 @@ export class QuickstartRun {
     return errors;
   }
 
-  /** `since`: when the change being programmed was seen (a folder read; else now, a health change) */
-  async #applyLb(since = this.#now()): Promise<string[]> {
-    const fw = this.#plans.map((p) => serviceForwarding(p, this.#prober.lookup, { seed: this.#seed }));
-    const findings = await this.#lb.update(fw);
-    this.#o.observer?.forwarding(fw, this.#prober.lookup);
-    this.#o.observer?.setFindings(findings);
-    this.#o.observer?.metrics.programmed("userspace", (this.#now() - since) / 1000);
-    return findings.filter((f) => f.severity === "error").map((f) => `${f.subject}: ${f.message}`);
+  /** the LB host plans `snapshot`, gives the prober its targets and updates the proxy; the proxy's errors */
+  async #applyLb(snapshot: Snapshot): Promise<string[]> {
+    await this.#lbInput.push(snapshot);
+    return this.#lb.sync.findings
+      .filter((f) => f.severity === "error")
+      .map((f) => `${f.subject}: ${f.message}`);
   }
 }
