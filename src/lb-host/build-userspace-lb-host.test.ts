@@ -4,13 +4,16 @@
  * Service served, a removed one dropped); a read with problems keeps the last good state
  * and says so once, naming the file; a first read with problems refuses to start and
  * leaves nothing running; in Kubernetes mode a degraded read keeps the Services that
- * vanished from it.
+ * vanished from it; a pushed input (passlb up's, cluster/pushed-source.ts) starts at once
+ * and serves each push as it comes, with the caller's seed.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { readManifests } from "../cluster/manifest-files.ts";
+import { PushedSource } from "../cluster/pushed-source.ts";
 import type { SourceRead } from "../cluster/snapshot-source.ts";
 import { decodeDocuments } from "../k8s/decode.ts";
+import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
 import {
   buildUserspaceLbHost,
   InputRefusedError,
@@ -137,4 +140,36 @@ test("Kubernetes mode: a degraded read keeps the Services that vanished from it"
     "a clean read drops it",
   );
   await host.stop();
+});
+
+test("a pushed input: the host starts before any read, serves each push, and uses the caller's seed", async () => {
+  const drivers = fakeUserspaceDrivers(BAD); // never read: no folder is watched
+  const { sink, out } = fakeUserspaceSink();
+  const pushed = new PushedSource();
+  const seeds: number[] = [];
+  const { host, sync, lookup, tcpPlumbing } = buildUserspaceLbHost(
+    { ...CONFIG, paths: [], loopback: false, seed: 7 },
+    {
+      ...drivers,
+      proxy: (o) => {
+        seeds.push(o.seed);
+        return drivers.proxy(o);
+      },
+    },
+    sink,
+    { pushed },
+  );
+  await host.start();
+  assert.equal(drivers.folderOptions(), undefined);
+  assert.deepEqual([sync.plans, seeds, tcpPlumbing], [[], [7], "net"]);
+  const web = await read(["start/cluster.yaml", "start/web.yaml"]);
+  assert.ok(web.ok);
+  // passlb up pushes its Snapshots rewritten already: the host does not rewrite them again
+  await pushed.push(loopbackSnapshot(web.snapshot).snapshot);
+  assert.deepEqual(drivers.served(), ["t/web 127.0.1.140:21740"]);
+  assert.ok(out.includes("  t/web: ingress 127.0.1.140 ipMode Proxy\n"));
+  assert.deepEqual(sync.findings, []);
+  assert.equal(lookup("t/web", "any", "n1").state, "healthy", "the prober's lookup");
+  await host.stop();
+  assert.deepEqual(drivers.journal, ["health.setPlans t/web", "proxy.update", "health.close", "proxy.close"]);
 });
