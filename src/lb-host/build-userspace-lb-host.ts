@@ -9,9 +9,9 @@
  * - **input**: the source of Snapshots — the `-f` paths, watched (manifest-folder-source.ts:
  *   a changed file is read again; a read with a problem keeps the last good state), the
  *   cluster (`KubeLbRun.source`, lb-kube.ts), or what `passlb up` pushes (a `PushedSource`,
- *   cluster/pushed-source.ts; quickstart/quickstart-run.ts) — each good read planned and applied by
- *   `UserspaceLbSync` (userspace-lb-sync.ts, the last good rule); undo: stops watching and
- *   waits for the pass in flight;
+ *   cluster/pushed-source.ts; quickstart/quickstart-lb.ts) — each good read planned and
+ *   applied by `UserspaceLbSync` (userspace-lb-sync.ts, the last good rule); undo: stops
+ *   watching and waits for the pass in flight;
  * - **reporter**: the dashboard, metrics and the lines (userspace-lb-reporter.ts).
  *
  * In manifests mode the input part waits for the first read, and one with problems is
@@ -62,7 +62,7 @@ export interface UserspaceLbHostInput {
 export interface UserspaceLbHost {
   readonly host: LbHost;
   readonly sync: UserspaceLbSync;
-  /** the prober's verdicts, for a view of the members (quickstart/quickstart-run.ts liveState) */
+  /** the prober's verdicts, for a view of the members (passlb up's live view, quickstart-run.ts) */
   readonly lookup: HealthLookup;
   /** which TCP plumbing the proxy runs: "libuv" or "net" (userspace/tcp-plumbing.ts) */
   readonly tcpPlumbing: "libuv" | "net";
