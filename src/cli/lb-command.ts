@@ -12,18 +12,21 @@
  * Service status only; both data planes follow every change.
  *
  * This file only declares the flags and runs one of the two: the userspace host is built
- * from its parts by src/lb-host/build-userspace-lb-host.ts (docs/architecture.md "The LB
+ * from its parts by src/lb-host/userspace-host/build-userspace-lb-host.ts (docs/architecture.md "The LB
  * host"); the nftables host by runNftablesLb.
  */
 
 import { hostname } from "node:os";
 import type { Command } from "commander";
-import { buildUserspaceLbHost, InputRefusedError } from "../lb-host/build-userspace-lb-host.ts";
 import { chooseDataplane, type DataplaneRequest } from "../lb-host/choose-dataplane.ts";
 import { LbHostStartError } from "../lb-host/lb-host.ts";
 import { forwardFromFlags } from "../lb-host/routing/encap.ts";
 import { parseTcpPlumbing, type TcpPlumbingChoice } from "../lb-host/userspace/tcp-plumbing.ts";
-import { userspaceHostDrivers } from "../lb-host/userspace-host-drivers.ts";
+import {
+  buildUserspaceLbHost,
+  InputRefusedError,
+} from "../lb-host/userspace-host/build-userspace-lb-host.ts";
+import { userspaceHostDrivers } from "../lb-host/userspace-host/host-drivers.ts";
 import { addNftablesOptions, type KubeLbRun, type NftLbFlags, runNftablesLb } from "./lb-nftables.ts";
 import { addXdpOptions, createXdpFastPath, type XdpFlags, xdpFacts, xdpOff } from "./lb-xdp.ts";
 import type { CliIo } from "./load-input.ts";
@@ -212,7 +215,7 @@ async function kubeLbRun(
   };
 }
 
-/** the userspace LB host (build-userspace-lb-host.ts) until the signal or --duration; the exit code */
+/** the userspace LB host (userspace-host/build-userspace-lb-host.ts) until the signal or --duration; the exit code */
 async function runUserspace(
   opts: LbOptions,
   run: { readonly tcp: TcpPlumbingChoice; readonly reason: string; readonly kube: KubeLbRun | undefined },

@@ -12,11 +12,14 @@
  * host's own stdout/stderr lines are not shown.
  */
 import type { SnapshotSource } from "../cluster/snapshot-source.ts";
-import { buildUserspaceLbHost, type UserspaceLbHost } from "../lb-host/build-userspace-lb-host.ts";
 import type { TcpPlumbingChoice } from "../lb-host/userspace/tcp-plumbing.ts";
 import type { LbEvent } from "../lb-host/userspace/userspace-lb.ts";
-import { userspaceHostDrivers } from "../lb-host/userspace-host-drivers.ts";
-import type { UserspaceLbDrivers, UserspaceLbSink } from "../lb-host/userspace-lb-drivers.ts";
+import {
+  buildUserspaceLbHost,
+  type UserspaceLbHost,
+} from "../lb-host/userspace-host/build-userspace-lb-host.ts";
+import { userspaceHostDrivers } from "../lb-host/userspace-host/host-drivers.ts";
+import type { UserspaceLbDrivers, UserspaceLbSink } from "../lb-host/userspace-host/lb-host-drivers.ts";
 import type { Observer } from "../web/observer.ts";
 
 export interface QuickstartLbOptions {

@@ -18,9 +18,9 @@ import { PushedSource } from "../cluster/pushed-source.ts";
 import { manifestSignature } from "../cluster/watch-manifests.ts";
 import { serviceForwarding } from "../forwarding/forwarding-state.ts";
 import type { Snapshot } from "../k8s/snapshot.ts";
-import type { UserspaceLbHost } from "../lb-host/build-userspace-lb-host.ts";
 import type { TcpPlumbingChoice } from "../lb-host/userspace/tcp-plumbing.ts";
 import type { LbEvent } from "../lb-host/userspace/userspace-lb.ts";
+import type { UserspaceLbHost } from "../lb-host/userspace-host/build-userspace-lb-host.ts";
 import { cidrContains, parseCidr, parseIp } from "../net/ip.ts";
 import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
 import type { Observer } from "../web/observer.ts";
@@ -150,7 +150,7 @@ export class QuickstartRun {
     this.#closed = true;
     if (this.#poll) clearInterval(this.#poll);
     await this.#busy.catch(() => {});
-    await this.#lb.host.stop(); // the input, the prober, then the proxy (build-userspace-lb-host.ts)
+    await this.#lb.host.stop(); // the input, the prober, then the proxy (userspace-host/build-userspace-lb-host.ts)
     await Promise.all([...this.#agents.values()].map((a) => a.stop()));
     this.#agents.clear();
     await this.#pods.close();

@@ -1,13 +1,13 @@
 /**
- * Fakes of the userspace LB host's drivers (userspace-lb-drivers.ts) for
- * build-userspace-lb-host.test.ts: one journal of every call in order; a source the test
+ * Fakes of the userspace LB host's drivers (userspace-host/lb-host-drivers.ts) for
+ * userspace-host/build-userspace-lb-host.test.ts: one journal of every call in order; a source the test
  * feeds (`push` delivers a read, as the folder source or the cluster would); a proxy that
  * records what it was asked to serve (`served`: `ns/name VIP:port` per listener); health
  * that calls every member healthy; a sink that keeps its lines.
  */
-import type { FolderOptions } from "../cluster/manifest-folder-source.ts";
-import type { SnapshotSource, SourceHandlers, SourceRead } from "../cluster/snapshot-source.ts";
-import type { UserspaceLbDrivers, UserspaceLbSink } from "./userspace-lb-drivers.ts";
+import type { FolderOptions } from "../../cluster/manifest-folder-source.ts";
+import type { SnapshotSource, SourceHandlers, SourceRead } from "../../cluster/snapshot-source.ts";
+import type { UserspaceLbDrivers, UserspaceLbSink } from "./lb-host-drivers.ts";
 
 export interface FakeUserspaceDrivers extends UserspaceLbDrivers {
   readonly journal: string[];

@@ -3,10 +3,10 @@
  * prober (ProberHealth), the polled manifest paths (ManifestFolderSource) and
  * performance.now.
  */
-import { ManifestFolderSource } from "../cluster/manifest-folder-source.ts";
-import { ProberHealth } from "../health/prober-health.ts";
-import { UserspaceLb } from "./userspace/userspace-lb.ts";
-import type { UserspaceLbDrivers } from "./userspace-lb-drivers.ts";
+import { ManifestFolderSource } from "../../cluster/manifest-folder-source.ts";
+import { ProberHealth } from "../../health/prober-health.ts";
+import { UserspaceLb } from "../userspace/userspace-lb.ts";
+import type { UserspaceLbDrivers } from "./lb-host-drivers.ts";
 
 export function userspaceHostDrivers(): UserspaceLbDrivers {
   return {

@@ -3,19 +3,19 @@
  * sockets (`UserspaceLb`), the health prober (`ProberHealth`), the manifest source and a
  * monotonic clock for the programming latency; and where it reports (`UserspaceLbSink`:
  * stdout/stderr lines, logs, metrics and the dashboard). The real drivers are
- * userspace-host-drivers.ts; build-userspace-lb-host.test.ts passes fakes of the same
+ * userspace-host/host-drivers.ts; userspace-host/build-userspace-lb-host.test.ts passes fakes of the same
  * shape. Types only.
  */
-import type { FolderOptions } from "../cluster/manifest-folder-source.ts";
-import type { SnapshotSource } from "../cluster/snapshot-source.ts";
-import type { HealthLookup, ServiceForwarding } from "../forwarding/forwarding-state.ts";
-import type { ProberHealthOptions } from "../health/prober-health.ts";
-import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
-import type { Logger } from "../web/logger.ts";
-import type { Metrics } from "../web/metrics.ts";
-import type { Observer } from "../web/observer.ts";
-import type { TrafficTotals } from "./userspace/traffic-counters.ts";
-import type { LbFinding, UserspaceLbOptions } from "./userspace/userspace-lb.ts";
+import type { FolderOptions } from "../../cluster/manifest-folder-source.ts";
+import type { SnapshotSource } from "../../cluster/snapshot-source.ts";
+import type { HealthLookup, ServiceForwarding } from "../../forwarding/forwarding-state.ts";
+import type { ProberHealthOptions } from "../../health/prober-health.ts";
+import type { LoadBalancerPlan } from "../../plan/load-balancer-plan.ts";
+import type { Logger } from "../../web/logger.ts";
+import type { Metrics } from "../../web/metrics.ts";
+import type { Observer } from "../../web/observer.ts";
+import type { TrafficTotals } from "../userspace/traffic-counters.ts";
+import type { LbFinding, UserspaceLbOptions } from "../userspace/userspace-lb.ts";
 
 /** UserspaceLb's surface (userspace/userspace-lb.ts) */
 export interface UserspaceProxy {

@@ -1,5 +1,5 @@
 /**
- * The userspace LB host built with fake drivers (userspace-fake-drivers.ts): its parts in
+ * The userspace LB host built with fake drivers (userspace-host/fake-drivers.ts): its parts in
  * order and the one teardown in reverse; the watched paths follow every good read (a new
  * Service served, a removed one dropped); a read with problems keeps the last good state
  * and says so once, naming the file; a first read with problems refuses to start and
@@ -9,18 +9,18 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { readManifests } from "../cluster/manifest-files.ts";
-import { PushedSource } from "../cluster/pushed-source.ts";
-import type { SourceRead } from "../cluster/snapshot-source.ts";
-import { decodeDocuments } from "../k8s/decode.ts";
-import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
+import { readManifests } from "../../cluster/manifest-files.ts";
+import { PushedSource } from "../../cluster/pushed-source.ts";
+import type { SourceRead } from "../../cluster/snapshot-source.ts";
+import { decodeDocuments } from "../../k8s/decode.ts";
+import { loopbackSnapshot } from "../../quickstart/loopback-rewrite.ts";
+import { LbHostStartError } from "../lb-host.ts";
 import {
   buildUserspaceLbHost,
   InputRefusedError,
   type UserspaceLbHostConfig,
 } from "./build-userspace-lb-host.ts";
-import { LbHostStartError } from "./lb-host.ts";
-import { fakeUserspaceDrivers, fakeUserspaceSink } from "./userspace-fake-drivers.ts";
+import { fakeUserspaceDrivers, fakeUserspaceSink } from "./fake-drivers.ts";
 
 const FIXTURES = "test/fixtures/userspace/lb-watch";
 

@@ -10,9 +10,9 @@
  *   a changed file is read again; a read with a problem keeps the last good state), the
  *   cluster (`KubeLbRun.source`, lb-kube.ts), or what `passlb up` pushes (a `PushedSource`,
  *   cluster/pushed-source.ts; quickstart/quickstart-lb.ts) — each good read planned and
- *   applied by `UserspaceLbSync` (userspace-lb-sync.ts, the last good rule); undo: stops
+ *   applied by `UserspaceLbSync` (userspace-host/lb-sync.ts, the last good rule); undo: stops
  *   watching and waits for the pass in flight;
- * - **reporter**: the dashboard, metrics and the lines (userspace-lb-reporter.ts).
+ * - **reporter**: the dashboard, metrics and the lines (userspace-host/reporter.ts).
  *
  * In manifests mode the input part waits for the first read, and one with problems is
  * refused: the part fails to start after the reporter printed the problems, as `passlb lb
@@ -21,13 +21,13 @@
  * once and its first read comes with the owner's first push. Deliberately not here: flags
  * (cli/lb-command.ts), the Kubernetes client (lb-kube.ts), passlb up's folder and rewrite.
  */
-import type { SnapshotSource } from "../cluster/snapshot-source.ts";
-import type { HealthLookup } from "../forwarding/forwarding-state.ts";
-import { LbHost, type LbHostPart } from "./lb-host.ts";
-import { describeTcpPlumbing, type TcpPlumbingChoice } from "./userspace/tcp-plumbing.ts";
-import type { UserspaceLbDrivers, UserspaceLbSink } from "./userspace-lb-drivers.ts";
-import { UserspaceLbReporter } from "./userspace-lb-reporter.ts";
-import { type PrepareRead, UserspaceLbSync } from "./userspace-lb-sync.ts";
+import type { SnapshotSource } from "../../cluster/snapshot-source.ts";
+import type { HealthLookup } from "../../forwarding/forwarding-state.ts";
+import { LbHost, type LbHostPart } from "../lb-host.ts";
+import { describeTcpPlumbing, type TcpPlumbingChoice } from "../userspace/tcp-plumbing.ts";
+import type { UserspaceLbDrivers, UserspaceLbSink } from "./lb-host-drivers.ts";
+import { type PrepareRead, UserspaceLbSync } from "./lb-sync.ts";
+import { UserspaceLbReporter } from "./reporter.ts";
 
 /** the seed of the userspace proxy's Maglev tables and affinity (as it always was) */
 const SEED = 0x5eed;

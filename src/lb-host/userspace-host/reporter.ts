@@ -5,8 +5,8 @@
  * lasts (as the node agent's reporter, node-agent/agent-reporter.ts). Deliberately not
  * here: where the lines go (UserspaceLbSink).
  */
-import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
-import type { UserspaceLbSink } from "./userspace-lb-drivers.ts";
+import type { LoadBalancerPlan } from "../../plan/load-balancer-plan.ts";
+import type { UserspaceLbSink } from "./lb-host-drivers.ts";
 
 export class UserspaceLbReporter {
   readonly #sink: UserspaceLbSink;
@@ -32,7 +32,7 @@ export class UserspaceLbReporter {
       );
       return;
     }
-    // no good state yet: the caller refuses to start (build-userspace-lb-host.ts)
+    // no good state yet: the caller refuses to start (userspace-host/build-userspace-lb-host.ts)
     if (!haveGood) return;
     const line = `the manifests have problems; keeping the last good state:\n  ${report}`;
     this.#sink.err(`passlb lb: ${line}\n`);

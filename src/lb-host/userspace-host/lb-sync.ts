@@ -12,18 +12,18 @@
  * reads and the proxy keeps serving what it has.
  *
  * Does not: open sockets or watch anything itself (the proxy and the source are parts of
- * build-userspace-lb-host.ts).
+ * userspace-host/build-userspace-lb-host.ts).
  */
-import type { SourceRead } from "../cluster/snapshot-source.ts";
-import { serviceForwarding } from "../forwarding/forwarding-state.ts";
-import type { Snapshot } from "../k8s/snapshot.ts";
-import type { LoadBalancerPlan } from "../plan/load-balancer-plan.ts";
-import { createPlanCache, planSnapshot } from "../plan/planner.ts";
-import { loopbackSnapshot } from "../quickstart/loopback-rewrite.ts";
-import { poolUsage } from "../web/pool-usage.ts";
-import type { LbFinding } from "./userspace/userspace-lb.ts";
-import type { UserspaceHealth, UserspaceLbSink, UserspaceProxy } from "./userspace-lb-drivers.ts";
-import type { UserspaceLbReporter } from "./userspace-lb-reporter.ts";
+import type { SourceRead } from "../../cluster/snapshot-source.ts";
+import { serviceForwarding } from "../../forwarding/forwarding-state.ts";
+import type { Snapshot } from "../../k8s/snapshot.ts";
+import type { LoadBalancerPlan } from "../../plan/load-balancer-plan.ts";
+import { createPlanCache, planSnapshot } from "../../plan/planner.ts";
+import { loopbackSnapshot } from "../../quickstart/loopback-rewrite.ts";
+import { poolUsage } from "../../web/pool-usage.ts";
+import type { LbFinding } from "../userspace/userspace-lb.ts";
+import type { UserspaceHealth, UserspaceLbSink, UserspaceProxy } from "./lb-host-drivers.ts";
+import type { UserspaceLbReporter } from "./reporter.ts";
 
 /** a good read made ready for planning (Kubernetes mode: status addresses, lb-kube.ts) */
 export type PrepareRead = (read: Extract<SourceRead, { ok: true }>) => {
