@@ -5,28 +5,12 @@
  */
 import assert from "node:assert/strict";
 import test from "node:test";
+import { lbFlags } from "../../test/support/lb-flags.ts";
 import type { NftLbFlags } from "../cli/lb-nftables.ts";
 import { nftablesLbHostConfig } from "./lb-host-config.ts";
 
 /** the flags commander gives `passlb lb -f manifests/` with no other option */
-function flags(change: Partial<NftLbFlags> = {}): NftLbFlags {
-  return {
-    filename: ["manifests/"],
-    manifests: [],
-    table: "passlb",
-    seed: "1",
-    maxTableSize: "4093",
-    routes: true,
-    probe: true,
-    pollMs: "1000",
-    driftCheckMs: "5000",
-    countersMs: "10000",
-    encapCheckPorts: "61000-61255",
-    announce: "none",
-    peers: [],
-    ...change,
-  };
-}
+const flags = (change: Partial<NftLbFlags> = {}) => lbFlags("manifests/", change);
 const files = { kube: false, bgpPeers: false };
 
 test("the defaults give a config that carries the parsed values", () => {

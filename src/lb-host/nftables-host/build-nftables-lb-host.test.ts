@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { lbFlags } from "../../../test/support/lb-flags.ts";
 import type { Announcer } from "../../announce/announcer.ts";
 import { type NftLbFlags, runNftablesLb } from "../../cli/lb-nftables.ts";
 import { nftablesLbHostConfig } from "../lb-host-config.ts";
@@ -15,25 +16,8 @@ import { buildNftablesLbHost } from "./build-nftables-lb-host.ts";
 import { fakeLbHostDrivers } from "./fake-drivers.ts";
 
 /** `passlb lb -f examples/quickstart` with commander's defaults */
-function flags(change: Partial<NftLbFlags> = {}): NftLbFlags {
-  return {
-    filename: ["examples/quickstart"],
-    manifests: [],
-    table: "passlb",
-    seed: "1",
-    maxTableSize: "4093",
-    routes: true,
-    probe: true,
-    pollMs: "1000",
-    driftCheckMs: "5000",
-    countersMs: "10000",
-    encapCheckPorts: "61000-61255",
-    announce: "none",
-    peers: [],
-    handoverMs: "1000",
-    ...change,
-  };
-}
+const flags = (change: Partial<NftLbFlags> = {}) =>
+  lbFlags("examples/quickstart", { handoverMs: "1000", ...change });
 
 const readStdin = async () => "";
 
