@@ -270,7 +270,12 @@ function conntrackRound(l2: Lab): Round {
         expect: [{ alert: "PasslbConntrackNearFull", labels: { instance: host }, fireS: 70, resolveS: 15 }],
       },
     ],
-    mayFire: new Map(),
+    // eight floods share the lab's two cores with keepalived: on a loaded machine its adverts
+    // ran late once and both hosts answered ARP for the VIPs while the fill lasted (a real
+    // duplicate on the wire, caused by the lab's CPU, not by a full conntrack table)
+    mayFire: new Map([
+      ["PasslbAnnouncementWrongOnWire", "the flood starves keepalived on a loaded 2-core lab machine"],
+    ]),
   };
 }
 
