@@ -148,16 +148,7 @@ export function buildNftablesLbHost(
     : new ManifestInput(manifestOptions(config, options, say), controller, planned);
   const parts: (LbHostPart | undefined)[] = [
     new PreflightPart(drivers.nft, config.table),
-    new ConntrackPart(
-      {
-        conntrack: drivers.conntrackSysctl,
-        max: config.conntrackMax,
-        flowTable: config.flows.flowTable,
-        expectedFlows: config.flows.expectedFlows,
-        firstSync: book.firstSync,
-      },
-      sinks,
-    ),
+    conntrackPart(config, drivers, book, sinks),
     health,
     tunnelCheck,
     generations,
@@ -177,6 +168,26 @@ export function buildNftablesLbHost(
     controller,
     once: (signal) => syncOnce(controller, kubeInput?.first, signal, fastPath, say),
   };
+}
+
+/** the conntrack sizing check: at start, and after the first sync if nf_conntrack was not loaded yet */
+function conntrackPart(
+  config: NftablesLbHostConfig,
+  drivers: NftablesLbHostDrivers,
+  book: PassBook,
+  sinks: LbHostSinks,
+): ConntrackPart {
+  const { flowTable, expectedFlows } = config.flows;
+  return new ConntrackPart(
+    {
+      conntrack: drivers.conntrackSysctl,
+      max: config.conntrackMax,
+      flowTable,
+      expectedFlows,
+      firstSync: book.firstSync,
+    },
+    sinks,
+  );
 }
 
 function manifestOptions(
