@@ -21,6 +21,12 @@ import {
   type PlanAnnounceFlags,
   planAnnounceFrom,
 } from "./plan-announce.ts";
+import {
+  addPlanDataplaneOption,
+  type PlanDataplaneView,
+  planDataplaneFrom,
+  planDataplaneView,
+} from "./plan-dataplane.ts";
 import { type AzureFlags, addAzureOptions, runAzure } from "./provider-azure.ts";
 import { addGkeOptions, type GkeCliOptions, runGke } from "./provider-gke.ts";
 
@@ -42,6 +48,7 @@ type PlanFlags = {
   provider: string;
   acceptClass: string[];
   defaultClass?: boolean;
+  dataplane?: string;
 } & GkeCliOptions &
   AzureFlags &
   ForwardFlags &
@@ -81,6 +88,7 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
     )
     .option("--encap-check", "with --forward encap: show the routed members as tunnel-checked");
   addPlanAnnounceOptions(command);
+  addPlanDataplaneOption(command);
   addGkeOptions(command);
   addAzureOptions(command);
   command.action(async (opts: PlanFlags) => {
@@ -96,6 +104,11 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
     const forward = opts.forward === undefined ? undefined : forwardFromFlags(opts);
     if (typeof forward === "string") {
       io.stderr(`error: ${forward}\n`);
+      return setExitCode(2);
+    }
+    const dataplane = planDataplaneFrom(opts.dataplane);
+    if (typeof dataplane === "object") {
+      io.stderr(`error: ${dataplane.error}\n`);
       return setExitCode(2);
     }
     let documents: readonly Document[] = [];
@@ -116,7 +129,12 @@ export function registerPlanCommand(program: Command, io: CliIo, setExitCode: (c
     setExitCode(
       printPlans(
         given,
-        { ...opts, ...(forward && { forwardMode: forward }), ...(announce && { announceHosts: announce }) },
+        {
+          ...opts,
+          ...(forward && { forwardMode: forward }),
+          ...(announce && { announceHosts: announce }),
+          ...(dataplane && { dataplaneView: dataplane }),
+        },
         format,
         io,
       ),
@@ -146,6 +164,8 @@ export type PlanPrintFlags = {
   explain?: boolean;
   provider: string;
   forwardMode?: Forward;
+  /** `--dataplane`: the LB host's data plane view per Service (plan-dataplane.ts) */
+  dataplaneView?: "nftables" | "xdp";
   /** `--announce`: the LB hosts and mode to show per VIP (plan-announce.ts) */
   announceHosts?: Parameters<typeof announceView>[0];
 } & GkeCliOptions &
@@ -183,19 +203,22 @@ export function printPlans(
   const all = planSnapshot(snapshot);
   const plans = all.plans.filter((p) => keep(p.service));
   const skipped = all.skipped.filter((s) => keep(s.service));
-  const pathsOf = (p: (typeof plans)[number]) => (forward ? memberPaths(forward, p.members) : undefined);
+  const dataplane = opts.dataplaneView && planDataplaneView(opts.dataplaneView, snapshot, forward);
+  const pathsOf = (p: (typeof plans)[number]) =>
+    dataplane ? dataplane.paths(p) : forward ? memberPaths(forward, p.members) : undefined;
   // announcement is decided over every plan (a VIP shared by Services), shown per Service
   const announced = opts.announceHosts && announceView(opts.announceHosts, all.plans);
   if (format === "text")
     io.stdout(
       renderPlansText(plans, skipped, {
         ...view,
-        ...(forward && { paths: (s: string) => pathsOf(plans.find((p) => p.service === s)!) }),
+        ...((forward || dataplane) && { paths: (s: string) => pathsOf(plans.find((p) => p.service === s)!) }),
+        ...(dataplane && { dataplane: (s: string) => dataplane.lines(plans.find((p) => p.service === s)!) }),
         ...(announced && { announce: announced }),
       }),
     );
   else {
-    const doc = plansDocument(plans, skipped, pathsOf, announced);
+    const doc = plansDocument(plans, skipped, pathsOf, announced, dataplane);
     io.stdout(
       format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : stringify(JSON.parse(JSON.stringify(doc))),
     );
@@ -213,12 +236,14 @@ function plansDocument(
   skipped: readonly SkippedService[],
   pathsOf: ((plan: LoadBalancerPlan) => ReadonlyMap<string, string> | undefined) | undefined,
   announced: ReturnType<typeof announceView> | undefined,
+  dataplane: PlanDataplaneView | undefined,
 ) {
   const services = plans.map((p) => {
     const paths = pathsOf?.(p);
     return {
       ...planJson(p),
       ...(paths && { members: p.members.map((m) => ({ ...m, path: paths.get(m.node) ?? "route" })) }),
+      ...(dataplane && { dataplane: dataplane.json(p) }),
       ...(announced && { announce: { mode: announced.mode, vips: announced.forService(p.service) } }),
     };
   });

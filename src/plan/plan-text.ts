@@ -32,6 +32,8 @@ export interface PlanTextOptions {
   /** per Service, node → how the LB host reaches it (`route`, `encap vxlan-gpe:4790`);
    * shown after each member when given (`passlb plan --forward encap`) */
   readonly paths?: (service: string) => ReadonlyMap<string, string> | undefined;
+  /** per Service, the LB host's data plane lines (`passlb plan --dataplane xdp`) */
+  readonly dataplane?: (service: string) => readonly string[];
 }
 
 const SEVERITY_MARK: Record<PlanIssue["severity"], string> = {
@@ -86,6 +88,9 @@ export function renderPlansText(
     if (plan.sessionAffinity.type === "ClientIP")
       out.push(`  Affinity:    ClientIP, ${plan.sessionAffinity.timeoutSeconds}s`);
     if (plan.sourceRanges.length > 0) out.push(`  Sources:     only ${plan.sourceRanges.join(", ")}`);
+    (options.dataplane?.(plan.service) ?? []).forEach((line, i) => {
+      out.push(`  ${i === 0 ? "Data plane:  " : "             "}${line}`);
+    });
     const members = plan.members;
     const all = plan.backends;
     out.push(`  Backends:    ${members.length} of ${all.length} nodes`);
