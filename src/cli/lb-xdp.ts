@@ -103,6 +103,7 @@ export function createXdpFastPath(w: XdpWiring, io: CliIo, obs?: Observability):
       },
       counters: (c) => {
         if (!obs) return;
+        obs.observer.fastPathCounters("xdp", c);
         for (const [node, t] of c.nodes) obs.metrics.nodeTraffic(node, t.packets, t.bytes, "xdp");
         for (const [service, t] of c.services) obs.metrics.serviceTraffic(service, t.packets, t.bytes, "xdp");
         for (const [reason, t] of c.reasons) obs.metrics.xdpReason(reason, t.packets);

@@ -20,6 +20,7 @@ import { NO_BACKEND, slotShares } from "../forwarding/maglev.ts";
 import { type Forward, memberPaths } from "../lb-host/routing/encap.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
+import type { DashboardFastPath } from "./fast-path-view.ts";
 
 export const STRIP_CELLS = 256;
 
@@ -59,6 +60,8 @@ export interface DashboardInput {
   readonly announce?: AnnouncerStatus;
   /** an LB host's forwarding mode (issue 21): each node then shows its path */
   readonly forward?: Forward;
+  /** `--dataplane xdp`: the fast path's counters as last read (fast-path-view.ts) */
+  readonly fastPath?: DashboardFastPath;
 }
 
 export interface DashboardNode {
@@ -146,6 +149,8 @@ export interface DashboardState {
   readonly kubeApi?: KubeApiReport;
   /** null without announcement (docs/dashboard.md "announce") */
   readonly announce: AnnouncerStatus | null;
+  /** null without a fast path, or before its first counter read (docs/dashboard.md "fastPath") */
+  readonly fastPath: DashboardFastPath | null;
 }
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
@@ -177,6 +182,7 @@ export function dashboardState(input: DashboardInput): DashboardState {
     issues: [...input.issues],
     ...(input.kubeApi && { kubeApi: input.kubeApi }),
     announce: input.announce ?? null,
+    fastPath: input.fastPath ?? null,
   };
 }
 

@@ -18,6 +18,7 @@
  *   kubeApi(report)          Kubernetes mode: the API calls' failing channels, in `state()`
  *                            and `readiness()` (`/readyz`)
  *   announcement(read)       how this host announces its VIPs, read at each state()
+ *   fastPathCounters(c)      `--dataplane xdp`: the fast path's counters as just read
  *   state()                  the `/api/v1/state` view (dashboard-state.ts)
  *
  * Bounded: recent connections are counted in one-second buckets over `windowMs`; at most
@@ -28,11 +29,13 @@ import type { KubeApiReport } from "../cluster/kube-api-health.ts";
 import type { HealthLookup, ServiceForwarding } from "../forwarding/forwarding-state.ts";
 import type { ProberEvent } from "../health/prober.ts";
 import { TUNNEL_CHECK_FAILED } from "../health/state-tunnel-targets.ts";
+import type { DataplaneCounters } from "../lb-host/lb-dataplane.ts";
 import type { Forward } from "../lb-host/routing/encap.ts";
 import type { TrafficTotals } from "../lb-host/userspace/traffic-counters.ts";
 import type { Finding, Severity } from "../plan/load-balancer-plan.ts";
 import { type BackendState, backendStates } from "./backend-states.ts";
 import { type DashboardEvent, type DashboardState, dashboardState } from "./dashboard-state.ts";
+import { type DashboardFastPath, fastPathView } from "./fast-path-view.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -234,6 +237,13 @@ export class Observer {
     return this.#kubeApi?.() ?? { ready: true, failing: [] };
   }
 
+  #fastPath: DashboardFastPath | undefined;
+
+  /** the fast path's counters (lb-host/fast-path.ts reads them every `--counters-ms`) */
+  fastPathCounters(dataplane: string, counters: DataplaneCounters): void {
+    this.#fastPath = fastPathView(dataplane, counters, this.#o.now());
+  }
+
   /** VIP announcement: the engine's status, read at each `state()` */
   announcement(status: () => AnnouncerStatus): void {
     this.#announce = status;
@@ -272,6 +282,7 @@ export class Observer {
       ...(this.#kubeApi && { kubeApi: this.#kubeApi() }),
       ...(this.#announce && { announce: this.#announce() }),
       ...(this.#forward && { forward: this.#forward }),
+      ...(this.#fastPath && { fastPath: this.#fastPath }),
     });
   }
 }

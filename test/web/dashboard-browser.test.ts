@@ -8,7 +8,8 @@
 //    the page shows every Service and node, connection shares after some traffic, and
 //    node-b turning unhealthy within interval × unhealthyThreshold + timeout plus the
 //    page's 1 s poll and a margin; with an announcement engine's status (a fake one), the
-//    Announcement card shows which VIPs this host holds. Screenshot: test-artifacts/dashboard.png.
+//    Announcement card shows which VIPs this host holds; with the XDP fast path's counters,
+//    its card shows them and follows the next read. Screenshot: test-artifacts/dashboard.png.
 //
 // Addresses (after the loopback rewrite): VIPs 127.0.1.150 (api), 127.0.1.151 (web), nodes
 // 127.0.2.151-153 — a block no other test uses.
@@ -188,7 +189,26 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
       vrrp: { watching: true, interface: "eth0", range: { first: 1, last: 255 }, foreign: [foreign] },
     },
   }));
+  // `--dataplane xdp`: the fast path's counters as lb-xdp.ts hands them over after a read
+  const xdpRead = (forwarded: number, flows: number) => ({
+    services: new Map(),
+    nodes: new Map([["node-a", { packets: forwarded, bytes: forwarded * 64 }]]),
+    reasons: new Map([
+      ["fwd_redirect", { packets: forwarded, bytes: forwarded * 64 }],
+      ["pass_not_vip", { packets: 7, bytes: 448 }],
+      ["drop_source", { packets: 3, bytes: 192 }],
+      ["flow_new", { packets: 0, bytes: 0 }],
+    ]),
+    flows: { entries: new Map([["IPv4", flows] as const]), capacity: 262_144 },
+  });
+  obs.observer.fastPathCounters("xdp", xdpRead(1200, 40));
   await page.goto(url, { timeout: 10_000 });
+  await page.locator('#fastpath [data-forwarded="1200"]').waitFor({ timeout: 3_000 });
+  assert.equal(await page.locator("#fastpath tr.reason").count(), 3, "reasons without packets are left out");
+  assert.match((await page.locator('#fastpath tr[data-reason="drop_source"]').textContent()) ?? "", /3/);
+  // the next read shows on the next poll
+  obs.observer.fastPathCounters("xdp", xdpRead(5000, 41));
+  await page.locator('#fastpath [data-flows="41"]').waitFor({ timeout: 3_000 });
   await page.locator(`tr.avip[data-vip="${WEB}"][data-state="held"]`).waitFor({ timeout: 3_000 });
   assert.equal(await page.locator('tr.avip[data-vip="127.0.1.150"]').getAttribute("data-state"), "withdrawn");
   await page
