@@ -178,16 +178,23 @@ export const benchLabOptions = (repoRoot: string, agentArgs: readonly string[] =
 
 /** packets the XDP program forwarded itself so far (fwd_tx + fwd_redirect, all CPUs) */
 export function xdpForwarded(pin: string): number {
+  const r = xdpReasonTotals(pin);
+  return (r.fwd_tx ?? 0) + (r.fwd_redirect ?? 0);
+}
+
+/** the XDP program's verdict counters (its pinned `reasons` map), packets summed over CPUs */
+export function xdpReasonTotals(pin: string): Record<string, number> {
   const r = spawnSync("bpftool", ["-j", "map", "dump", "pinned", `${pin}/maps/reasons`], {
     encoding: "utf8",
   });
   const rows = JSON.parse(r.stdout) as { key: string[]; values: { value: string[] }[] }[];
-  let n = 0;
+  const out: Record<string, number> = {};
   for (const row of rows) {
-    const reason = XDP_REASONS[Number.parseInt(row.key[0]!, 16)];
-    if (reason !== "fwd_tx" && reason !== "fwd_redirect") continue;
+    const reason = XDP_REASONS[Number.parseInt(row.key[0]!, 16)] ?? `r${row.key[0]}`;
     for (const v of row.values)
-      n += Number(Buffer.from(v.value.slice(0, 8).map((h) => Number.parseInt(h, 16))).readBigUInt64LE());
+      out[reason] =
+        (out[reason] ?? 0) +
+        Number(Buffer.from(v.value.slice(0, 8).map((h) => Number.parseInt(h, 16))).readBigUInt64LE());
   }
-  return n;
+  return out;
 }

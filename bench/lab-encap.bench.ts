@@ -27,20 +27,37 @@
  *     path carries MSS-sized packets, as on a real link — the per-packet cost of the LB
  *     host, the tunnel and the node is what differs.
  *
- *   node --import tsx bench/lab-encap.bench.ts [--seconds 5] [--rounds 3] [--connections 32]
+ * With `--xdp 1`, `passlb lb --dataplane xdp` on the LB host's client port, and two more paths
+ * measured in the same rounds with the program attached (detached for the others): passlb
+ * encap with XDP in front — the program parses the packet, finds the routed node without
+ * its XDP flag and hands the packet to nftables (`pass_node`), which encapsulates it as
+ * before — and passlb route with XDP, which forwards to node-s itself. The cost of the
+ * hand-over is the first against passlb encap (docs/dataplane-xdp.md "What the stack
+ * (nftables) handles"). In this mode the client's TX checksum offload is off for every path
+ * (docs/dataplane-xdp.md "veth").
+ *
+ *   node --import tsx bench/lab-encap.bench.ts [--seconds 5] [--rounds 3] [--connections 32] [--xdp 1]
  *
  * Needs root, ip, nft, iperf3, wrk, haproxy and ethtool (Debian packages of those names); says
  * what is missing and exits 0 otherwise.
  * Traffic goes only to documentation addresses inside the lab's own namespaces.
  */
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { labDown, labUp } from "../src/lab/lab-runner.ts";
+import { type LabState, labDown, labRestart, labUp } from "../src/lab/lab-runner.ts";
+import { buildXdpObject } from "../src/lb-host/xdp/xdp-object.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
-import { clientSysctls, labHostShell, podHttpResponder, shortConnectionSysctls } from "./lab-bench-setup.ts";
+import {
+  clientSysctls,
+  labHostShell,
+  podHttpResponder,
+  shortConnectionSysctls,
+  xdpReasonTotals,
+} from "./lab-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -49,6 +66,7 @@ const arg = (name: string, fallback: number) => {
 const SECONDS = Math.min(arg("seconds", 5), 30);
 const ROUNDS = Math.min(arg("rounds", 3), 10);
 const CONNECTIONS = Math.min(arg("connections", 32), 256);
+const XDP = arg("xdp", 0) === 1;
 const REPO = resolve(import.meta.dirname, "..");
 const TOPOLOGY = join(REPO, "bench/lab/encap-topology.yaml");
 const LAB = "benchenc";
@@ -111,14 +129,65 @@ function wrk(target: string, port: number): { rate: number; errors: string } {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** `--xdp 1`: a bpffs and the program built from the source; undo() unmounts and removes */
+async function xdpSetup(): Promise<{ pin: string; lbArgs: string[]; undo: () => void }> {
+  const dir = mkdtempSync(join(tmpdir(), "plb-encapxdp-"));
+  const bpffs = join(dir, "bpffs");
+  mkdirSync(bpffs);
+  if (spawnSync("mount", ["-t", "bpf", "bpf", bpffs]).status !== 0) throw new Error("cannot mount a bpffs");
+  const undo = () => {
+    spawnSync("umount", [bpffs]);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const object = join(dir, "passlb-xdp.o");
+  await buildXdpObject(object);
+  const pin = join(bpffs, "passlb");
+  // no drift check: the benchmark detaches the program for the paths measured without it
+  const lbArgs = [
+    "--xdp-interface=plbc0",
+    `--xdp-pin-dir=${pin}`,
+    `--xdp-object=${object}`,
+    "--drift-check-ms=0",
+    "--counters-ms=0",
+  ];
+  return { pin, lbArgs, undo };
+}
+
+/** node-s resolved and the LB restarted (it adopts the maps and writes the next hop); node-s's
+ * veth end gets the pass program (veth drops frames redirected to a peer without one:
+ * drivers/net/veth.c veth_xdp_xmit). Returns the switch for the client port's program. */
+async function xdpReady(state: LabState, pin: string): Promise<(on: boolean) => void> {
+  const nodeS = state.layout.nodes.find((n) => n.name === "node-s")!;
+  exec("lb", ["arping", "-c", "1", "-w", "2", "-I", "plbnodes", nodeS.ipv4]);
+  await new Promise((r) => setTimeout(r, 2000));
+  await labRestart(state, "lb", "lb", { repoRoot: REPO });
+  await new Promise((r) => setTimeout(r, 3000));
+  exec("node-s", ["ip", "link", "set", "dev", "eth0", "xdpdrv", "pinned", `${pin}/prog/passlb_xdp_pass`]);
+  exec("client", ["ethtool", "-K", "eth0", "tx", "off"]); // docs/dataplane-xdp.md "veth"
+  return (on) =>
+    exec(
+      "lb",
+      on
+        ? ["ip", "-force", "link", "set", "dev", "plbc0", "xdpdrv", "pinned", `${pin}/prog/passlb_xdp`]
+        : ["ip", "link", "set", "dev", "plbc0", "xdpdrv", "off"],
+    );
+}
+
 async function main(): Promise<void> {
   if (!prerequisites()) return;
+  const xdp = XDP ? await xdpSetup() : undefined;
   const options = {
     repoRoot: REPO,
     agents: true,
     lb: true,
     agentArgs: ["--dataplane=nftables", "--decap=vxlan-gpe"],
-    lbArgs: ["--dataplane=nftables", "--forward=encap", "--encap=vxlan-gpe", "--direct=198.51.100.0/26"],
+    lbArgs: [
+      `--dataplane=${xdp ? "xdp" : "nftables"}`,
+      "--forward=encap",
+      "--encap=vxlan-gpe",
+      "--direct=198.51.100.0/26",
+      ...(xdp?.lbArgs ?? []),
+    ],
   };
   try {
     const state = await labUp(TOPOLOGY, options);
@@ -144,13 +213,28 @@ async function main(): Promise<void> {
       await waitListening(pod, 5201);
       await waitListening(pod, 8080);
     }
-    const variants = [
+    const variants: { name: string; target: string; http: number; xdp?: boolean }[] = [
       { name: "plain routing (to pod-r)", target: podR.ipv4, http: 8080 },
       { name: "passlb encap (VXLAN-GPE, DSR)", target: rt, http: 80 },
       { name: "passlb route (same segment)", target: seg, http: 80 },
     ];
+    if (xdp)
+      variants.push(
+        { name: "passlb encap, XDP in front (hands over)", target: rt, http: 80, xdp: true },
+        { name: "passlb route, XDP", target: seg, http: 80, xdp: true },
+      );
     // the agents and the LB have just started and probe: let them settle
     await new Promise((r) => setTimeout(r, 5000));
+    const attach = xdp ? await xdpReady(state, xdp.pin) : () => undefined;
+    const measured = (v: (typeof variants)[number], run: () => string) => {
+      attach(v.xdp === true);
+      const before = xdp && v.xdp ? xdpReasonTotals(xdp.pin) : undefined;
+      const text = run();
+      if (!before || !xdp) return text;
+      const after = xdpReasonTotals(xdp.pin);
+      const d = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+      return `${text} [XDP forwarded ${d("fwd_redirect") + d("fwd_tx")}, handed over ${d("pass_node")}]`;
+    };
     for (const regime of ["gso", "wire"] as const) {
       const on = regime === "gso" ? "on" : "off";
       exec("client", ["ethtool", "-K", "eth0", "tso", on, "gso", on]);
@@ -165,17 +249,20 @@ async function main(): Promise<void> {
         const order = variants.map((_, i) => variants[(i + r) % variants.length]!);
         const line = new Map<string, string>();
         for (const v of order) {
-          const g = iperf(v.target);
-          gbps.get(v.name)!.push(g);
-          line.set(v.name, `${g.toFixed(2)} Gbit/s`);
+          const text = measured(v, () => {
+            const g = iperf(v.target);
+            gbps.get(v.name)!.push(g);
+            return `${g.toFixed(2)} Gbit/s`;
+          });
+          line.set(v.name, text);
         }
         for (const v of order) {
-          const c = wrk(v.target, v.http);
-          rate.get(v.name)!.push(c.rate);
-          line.set(
-            v.name,
-            `${line.get(v.name)}, ${c.rate.toFixed(0)} conn/s${c.errors ? ` (socket errors: ${c.errors})` : ""}`,
-          );
+          const text = measured(v, () => {
+            const c = wrk(v.target, v.http);
+            rate.get(v.name)!.push(c.rate);
+            return `${c.rate.toFixed(0)} conn/s${c.errors ? ` (socket errors: ${c.errors})` : ""}`;
+          });
+          line.set(v.name, `${line.get(v.name)}, ${text}`);
         }
         for (const v of variants) say(`  round ${r + 1} ${v.name}: ${line.get(v.name)}`);
       }
@@ -199,10 +286,17 @@ async function main(): Promise<void> {
       say(
         `${regime}: passlb encap / plain connection rate ${ratio(encap.r, plain.r).toFixed(2)} (target ≥ 0.8)`,
       );
+      if (xdp) {
+        const handed = { g: gbps.get(variants[3]!.name)!, r: rate.get(variants[3]!.name)! };
+        say(
+          `${regime}: encap with XDP in front / encap without: throughput ${ratio(handed.g, encap.g).toFixed(2)}, connection rate ${ratio(handed.r, encap.r).toFixed(2)}`,
+        );
+      }
       say("");
     }
   } finally {
     if (process.env.KEEP_LAB !== "1") await labDown(LAB, options);
+    xdp?.undo();
   }
 }
 
