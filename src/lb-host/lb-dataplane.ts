@@ -1,14 +1,16 @@
 /**
  * What the LB host asks of a data plane: take the wanted forwarding state, say whether the
  * kernel still holds it (and restore it), report its counters, and stop leaving the kernel
- * forwarding — or adopt, at start, what a previous process left. The XDP fast path
- * (xdp/xdp-dataplane.ts) implements it; the nftables path (lb-host/nftables/lb-controller.ts)
- * predates it and is to move behind it in the LbDataplane restructuring.
+ * forwarding — or adopt, at start, what a previous process left. Implemented by the XDP
+ * fast path (xdp/xdp-dataplane.ts), the nftables path (nftables/nftables-dataplane.ts) and
+ * the userspace proxy (userspace/userspace-lb.ts: nothing to adopt, its sockets end with
+ * the process).
  *
  * Inputs are the pure core's outputs (forwarding/forwarding-state.ts); nothing here decides
  * policy.
  */
 import type { ServiceForwarding } from "../forwarding/forwarding-state.ts";
+import type { Finding } from "../plan/load-balancer-plan.ts";
 
 export interface LbDesiredState {
   readonly forwarding: readonly ServiceForwarding[];
@@ -43,10 +45,12 @@ export interface StartReport {
 export interface ApplyReport {
   readonly ops: number;
   readonly ms: number;
+  /** what the data plane could not do as asked (userspace: a port it could not bind, SCTP) */
+  readonly findings?: readonly Finding[];
 }
 
 export interface LbDataplane {
-  readonly name: "xdp" | "nftables";
+  readonly name: "xdp" | "nftables" | "userspace";
   /** load or adopt, attach; idempotent */
   start(): Promise<StartReport>;
   apply(state: LbDesiredState): Promise<ApplyReport>;

@@ -64,10 +64,10 @@ test("parts start in order and stop in reverse; the paths are watched with the c
   assert.deepEqual(drivers.journal, [
     "source.start",
     "health.setPlans t/web",
-    "proxy.update",
+    "proxy.apply",
     "source.close",
     "health.close",
-    "proxy.close",
+    "proxy.stop",
   ]);
 });
 
@@ -79,10 +79,10 @@ test("manifests: good reads are followed, a bad one keeps the last good state an
   await drivers.push(await read(["start/cluster.yaml", "start/web.yaml", "edits/worker.yaml"]));
   assert.deepEqual(drivers.served(), ["t/web 127.0.1.140:21740", "t/worker 127.0.1.141:21740"]);
   assert.ok(out.includes("  t/worker: ingress 127.0.1.141 ipMode Proxy\n"));
-  const updates = drivers.journal.filter((c) => c === "proxy.update").length;
+  const updates = drivers.journal.filter((c) => c === "proxy.apply").length;
   await drivers.push(BAD);
   await drivers.push(BAD);
-  assert.equal(drivers.journal.filter((c) => c === "proxy.update").length, updates, "nothing applied");
+  assert.equal(drivers.journal.filter((c) => c === "proxy.apply").length, updates, "nothing applied");
   assert.deepEqual(
     sync.plans.map((p) => p.service),
     ["t/web", "t/worker"],
@@ -105,7 +105,7 @@ test("manifests: a first read with problems refuses to start and leaves nothing 
     (e) => e instanceof LbHostStartError && e.part === "input" && e.cause instanceof InputRefusedError,
   );
   assert.deepEqual(err, ["error: the input has 1 problem:\n", `  ${PROBLEM}\n`]);
-  assert.deepEqual(drivers.journal, ["source.start", "source.close", "health.close", "proxy.close"]);
+  assert.deepEqual(drivers.journal, ["source.start", "source.close", "health.close", "proxy.stop"]);
 });
 
 test("Kubernetes mode: a degraded read keeps the Services that vanished from it", async () => {
@@ -171,5 +171,5 @@ test("a pushed input: the host starts before any read, serves each push, and use
   assert.deepEqual(sync.findings, []);
   assert.equal(lookup("t/web", "any", "n1").state, "healthy", "the prober's lookup");
   await host.stop();
-  assert.deepEqual(drivers.journal, ["health.setPlans t/web", "proxy.update", "health.close", "proxy.close"]);
+  assert.deepEqual(drivers.journal, ["health.setPlans t/web", "proxy.apply", "health.close", "proxy.stop"]);
 });

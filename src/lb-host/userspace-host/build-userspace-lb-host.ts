@@ -123,7 +123,7 @@ export function buildUserspaceLbHost(
         sink.observer.traffic(() => proxy.trafficTotals());
         return async () => {
           await sync.idle(); // a prober change may have queued a pass
-          await proxy.close();
+          await proxy.stop();
         };
       },
     },

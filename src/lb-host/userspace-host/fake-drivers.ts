@@ -47,17 +47,21 @@ export function fakeUserspaceDrivers(firstRead: SourceRead): FakeUserspaceDriver
       await handlers?.onRead(read);
     },
     proxy: () => ({
+      name: "userspace",
       tcpPlumbing: "net",
-      async update(services) {
-        journal.push("proxy.update");
-        served = services.flatMap((s) =>
+      start: async () => ({ adopted: false, replaced: false }),
+      async apply({ forwarding }) {
+        journal.push("proxy.apply");
+        served = forwarding.flatMap((s) =>
           s.plan.vips.flatMap((v) => s.listeners.map((l) => `${s.service} ${v.address}:${l.port}`)),
         );
-        return [];
+        return { ops: served.length, ms: 0, findings: [] };
       },
+      check: async () => [],
+      counters: async () => ({ services: new Map(), nodes: new Map(), reasons: new Map() }),
       trafficTotals: () => [],
-      async close() {
-        journal.push("proxy.close");
+      async stop() {
+        journal.push("proxy.stop");
       },
     }),
     health: () => ({

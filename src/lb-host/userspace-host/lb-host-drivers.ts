@@ -1,6 +1,6 @@
 /**
  * What the userspace LB host needs from the machine, as narrow interfaces: the proxy's
- * sockets (`UserspaceLb`), the health prober (`ProberHealth`), the manifest source and a
+ * sockets (`UserspaceLb`, an LbDataplane), the health prober (`ProberHealth`), the manifest source and a
  * monotonic clock for the programming latency; and where it reports (`UserspaceLbSink`:
  * stdout/stderr lines, logs, metrics and the dashboard). The real drivers are
  * userspace-host/host-drivers.ts; userspace-host/build-userspace-lb-host.test.ts passes fakes of the same
@@ -8,21 +8,21 @@
  */
 import type { FolderOptions } from "../../cluster/manifest-folder-source.ts";
 import type { SnapshotSource } from "../../cluster/snapshot-source.ts";
-import type { HealthLookup, ServiceForwarding } from "../../forwarding/forwarding-state.ts";
+import type { HealthLookup } from "../../forwarding/forwarding-state.ts";
 import type { ProberHealthOptions } from "../../health/prober-health.ts";
 import type { LoadBalancerPlan } from "../../plan/load-balancer-plan.ts";
 import type { Logger } from "../../web/logger.ts";
 import type { Metrics } from "../../web/metrics.ts";
 import type { Observer } from "../../web/observer.ts";
+import type { LbDataplane } from "../lb-dataplane.ts";
 import type { TrafficTotals } from "../userspace/traffic-counters.ts";
-import type { LbFinding, UserspaceLbOptions } from "../userspace/userspace-lb.ts";
+import type { UserspaceLbOptions } from "../userspace/userspace-lb.ts";
 
-/** UserspaceLb's surface (userspace/userspace-lb.ts) */
-export interface UserspaceProxy {
+/** UserspaceLb's surface (userspace/userspace-lb.ts): the LbDataplane every data plane
+ * implements, plus the proxy's TCP plumbing and its connection tallies */
+export interface UserspaceProxy extends LbDataplane {
   readonly tcpPlumbing: "libuv" | "net";
-  update(services: readonly ServiceForwarding[]): Promise<LbFinding[]>;
   trafficTotals(): TrafficTotals[];
-  close(): Promise<void>;
 }
 
 /** ProberHealth's surface (health/prober-health.ts) */

@@ -11,17 +11,19 @@
  * since it may be broken rather than deleted. While the API server is away there are no
  * reads and the proxy keeps serving what it has.
  *
+ * The proxy is driven as an LbDataplane (lb-dataplane.ts): `apply` with the forwarding state
+ * and the config's zones.
+ *
  * Does not: open sockets or watch anything itself (the proxy and the source are parts of
  * userspace-host/build-userspace-lb-host.ts).
  */
 import type { SourceRead } from "../../cluster/snapshot-source.ts";
 import { serviceForwarding } from "../../forwarding/forwarding-state.ts";
 import type { Snapshot } from "../../k8s/snapshot.ts";
-import type { LoadBalancerPlan } from "../../plan/load-balancer-plan.ts";
+import type { Finding, LoadBalancerPlan } from "../../plan/load-balancer-plan.ts";
 import { createPlanCache, planSnapshot } from "../../plan/planner.ts";
 import { loopbackSnapshot } from "../../quickstart/loopback-rewrite.ts";
 import { poolUsage } from "../../web/pool-usage.ts";
-import type { LbFinding } from "../userspace/userspace-lb.ts";
 import type { UserspaceHealth, UserspaceLbSink, UserspaceProxy } from "./lb-host-drivers.ts";
 import type { UserspaceLbReporter } from "./reporter.ts";
 
@@ -50,8 +52,10 @@ export class UserspaceLbSync {
   readonly #o: UserspaceLbSyncOptions;
   readonly #cache = createPlanCache();
   #plans: readonly LoadBalancerPlan[] = [];
-  #findings: readonly LbFinding[] = [];
+  #findings: readonly Finding[] = [];
   #previous = new Map<string, LoadBalancerPlan>();
+  /** PasslbConfig's zones of the last good read: the client zones of zonal affinity */
+  #zones: Snapshot["config"]["zones"] = [];
   #good = false;
   #pendingSince: number | undefined;
   #chain: Promise<void> = Promise.resolve();
@@ -66,7 +70,7 @@ export class UserspaceLbSync {
   }
 
   /** what the proxy said in the last pass (a port it could not bind, …) */
-  get findings(): readonly LbFinding[] {
+  get findings(): readonly Finding[] {
     return this.#findings;
   }
 
@@ -91,6 +95,7 @@ export class UserspaceLbSync {
     const planned = planSnapshot(snapshot, options, this.#cache).plans;
     this.#plans = next.degraded ? withVanishedKept(planned, this.#previous) : planned;
     this.#previous = new Map(this.#plans.map((p) => [p.service, p]));
+    this.#zones = snapshot.config.zones;
     this.#good = true;
     this.#o.sink.metrics.ipPools(poolUsage(snapshot.config.pools, this.#plans));
     reporter.planned(this.#plans);
@@ -115,7 +120,7 @@ export class UserspaceLbSync {
     this.#pendingSince = undefined;
     const lookup = this.#o.health().lookup;
     const fw = this.#plans.map((p) => serviceForwarding(p, lookup, { seed }));
-    const findings = await proxy.update(fw);
+    const { findings = [] } = await proxy.apply({ forwarding: fw, zones: this.#zones });
     this.#findings = findings;
     sink.observer.forwarding(fw, lookup);
     sink.metrics.programmed("userspace", (this.#o.now() - since) / 1000);

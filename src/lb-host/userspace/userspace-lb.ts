@@ -19,8 +19,24 @@
  * own objects (docs/benchmarks.md "Userspace proxy").
  * `update` is level-triggered: the listeners that should exist are opened, those no longer
  * wanted are closed, the others switch to the new forwarding state in place.
+ *
+ * As an `LbDataplane` (lb-dataplane.ts): `apply` is `update` plus the client zones of
+ * zonal affinity from PasslbConfig's `clientCIDRs` (client-zones.ts; a `clientZone` option,
+ * the quickstart's own assignment, wins); `check` opens again the listeners whose bind
+ * failed (a port another process held); `counters` are the per-Service and per-node bytes
+ * (no packets: a proxy counts connections and bytes); nothing to adopt at `start`, and
+ * `stop` closes every socket — the sockets end with the process anyway.
  */
 import type { ServiceForwarding } from "../../forwarding/forwarding-state.ts";
+import type {
+  ApplyReport,
+  DataplaneCounters,
+  LbDataplane,
+  LbDesiredState,
+  StartReport,
+  TrafficCount,
+} from "../lb-dataplane.ts";
+import { type ClientZoneOf, clientZones } from "./client-zones.ts";
 import { FlowTable } from "./flow-table.ts";
 import { chooseNode, type LbRoute, parseSourceRanges, sourceAllowed } from "./lb-route.ts";
 import { libuvTcpPlumbing } from "./libuv-tcp.ts";
@@ -84,7 +100,8 @@ interface Listening {
 
 const DEFAULT_AFFINITY_SECONDS = 10800;
 
-export class UserspaceLb {
+export class UserspaceLb implements LbDataplane {
+  readonly name = "userspace" as const;
   readonly #o: UserspaceLbOptions;
   readonly #now: () => number;
   readonly #listeners = new Map<string, Listening>();
@@ -92,6 +109,10 @@ export class UserspaceLb {
   readonly #affinity = new Map<string, FlowTable<string>>();
   readonly #traffic = new TrafficCounters();
   #closed = false;
+  /** the last state applied, for `check()`; the zones it derived the client zones from */
+  #applied: LbDesiredState | undefined;
+  #zoneOf: ClientZoneOf | undefined;
+  #zonesOf: LbDesiredState["zones"] | undefined;
 
   constructor(options: UserspaceLbOptions) {
     this.#o = options;
@@ -116,6 +137,52 @@ export class UserspaceLb {
   /** connections, flows and bytes forwarded so far, per Service and node */
   trafficTotals(): TrafficTotals[] {
     return this.#traffic.totals();
+  }
+
+  /** nothing to adopt: a previous process's sockets ended with it */
+  start(): Promise<StartReport> {
+    return Promise.resolve({ adopted: false, replaced: false });
+  }
+
+  async apply(state: LbDesiredState): Promise<ApplyReport> {
+    const started = this.#now();
+    if (state.zones !== this.#zonesOf) {
+      this.#zonesOf = state.zones;
+      this.#zoneOf = clientZones(state.zones);
+    }
+    const before = new Set(this.#listeners.keys());
+    const findings = await this.update(state.forwarding);
+    this.#applied = state;
+    const after = new Set(this.#listeners.keys());
+    const ops =
+      [...after].filter((k) => !before.has(k)).length + [...before].filter((k) => !after.has(k)).length;
+    return { ops, ms: this.#now() - started, findings };
+  }
+
+  /** listeners the last apply wanted but could not bind are tried again; returns those now open */
+  async check(): Promise<readonly string[]> {
+    const applied = this.#applied;
+    if (!applied || this.#closed) return [];
+    const before = new Set(this.#listeners.keys());
+    await this.update(applied.forwarding);
+    return [...this.#listeners.keys()].filter((k) => !before.has(k)).map((k) => `listener ${k} opened`);
+  }
+
+  counters(): Promise<DataplaneCounters> {
+    const services = new Map<string, TrafficCount>();
+    const nodes = new Map<string, TrafficCount>();
+    const add = (m: Map<string, TrafficCount>, key: string, bytes: number) => {
+      m.set(key, { packets: 0, bytes: (m.get(key)?.bytes ?? 0) + bytes });
+    };
+    for (const t of this.#traffic.totals()) {
+      add(services, t.service, t.bytesToBackend + t.bytesToClient);
+      add(nodes, t.node, t.bytesToBackend + t.bytesToClient);
+    }
+    return Promise.resolve({ services, nodes, reasons: new Map() });
+  }
+
+  stop(): Promise<void> {
+    return this.close();
   }
 
   async update(services: readonly ServiceForwarding[]): Promise<LbFinding[]> {
@@ -305,7 +372,8 @@ export class UserspaceLb {
   }
 
   #client(address: string, port: number) {
-    return { address, port, zone: this.#o.clientZone?.(address) };
+    const zoneOf = this.#o.clientZone ?? this.#zoneOf;
+    return { address, port, zone: zoneOf?.(address) };
   }
 
   /** A new TCP connection: callbacks rather than async/await, as this runs per connection. */
