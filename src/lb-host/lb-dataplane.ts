@@ -2,9 +2,9 @@
  * What the LB host asks of a data plane: take the wanted forwarding state, say whether the
  * kernel still holds it (and restore it), report its counters, and stop leaving the kernel
  * forwarding — or adopt, at start, what a previous process left. Implemented by the XDP
- * fast path (xdp/xdp-dataplane.ts), the nftables path (nftables/nftables-dataplane.ts) and
- * the userspace proxy (userspace/userspace-lb.ts: nothing to adopt, its sockets end with
- * the process).
+ * fast path (xdp/xdp-dataplane.ts), the nftables path (nftables/nftables-dataplane.ts,
+ * driven by nftables/lb-controller.ts) and the userspace proxy (userspace/userspace-lb.ts:
+ * nothing to adopt, its sockets end with the process).
  *
  * Inputs are the pure core's outputs (forwarding/forwarding-state.ts); nothing here decides
  * policy.
@@ -47,6 +47,21 @@ export interface ApplyReport {
   readonly ms: number;
   /** what the data plane could not do as asked (userspace: a port it could not bind, SCTP) */
   readonly findings?: readonly Finding[];
+  /** how the kernel was brought there (nftables: atomic replace or element updates) */
+  readonly mode?: "full" | "incremental" | "noop";
+  /** the size of what was sent (nftables: the script's bytes) */
+  readonly bytes?: number;
+}
+
+/** apply's failure when the wanted state cannot be rendered at all (a bug or a limit, such
+ * as running out of node marks): nothing was sent and the kernel is as it was, so the owner
+ * retries late, not soon. `cause` is the renderer's error. Any other failure of apply is
+ * the kernel's (retry soon; the next apply is a full one). */
+export class UnrenderableState extends Error {
+  constructor(cause: unknown) {
+    super((cause as Error)?.message ?? String(cause), { cause });
+    this.name = "UnrenderableState";
+  }
 }
 
 export interface LbDataplane {
