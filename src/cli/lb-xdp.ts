@@ -107,9 +107,11 @@ export function createXdpFastPath(w: XdpWiring, io: CliIo, obs?: Observability):
         for (const [node, t] of c.nodes) obs.metrics.nodeTraffic(node, t.packets, t.bytes, "xdp");
         for (const [service, t] of c.services) obs.metrics.serviceTraffic(service, t.packets, t.bytes, "xdp");
         for (const [reason, t] of c.reasons) obs.metrics.xdpReason(reason, t.packets);
-        if (c.flows)
+        if (c.flows) {
           for (const [family, n] of c.flows.entries)
             obs.metrics.flowTable("xdp", family, n, c.flows.capacity);
+          if (c.flows.evictions !== undefined) obs.metrics.flowEvictions("xdp", c.flows.evictions);
+        }
       },
     },
   );

@@ -32,6 +32,9 @@ export interface DataplaneCounters {
   readonly flows?: {
     readonly entries: ReadonlyMap<"IPv4" | "IPv6", number>;
     readonly capacity: number;
+    /** entries the table evicted to make room, since this process first read it (XDP:
+     * derived, xdp/flow-evictions.ts) */
+    readonly evictions?: number;
   };
 }
 

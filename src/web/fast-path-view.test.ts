@@ -23,7 +23,7 @@ test("fastPathView groups the program's reasons: forwarded, handed to the stack,
         ["flow_new", t(3)],
         ["syn_rate", t(0)],
       ]),
-      flows: { entries: new Map([["IPv6", 50] as const]), capacity: 1000 },
+      flows: { entries: new Map([["IPv6", 50] as const]), capacity: 1000, evictions: 7 },
     },
     Date.UTC(2026, 11, 2, 22, 0, 0),
   );
@@ -35,7 +35,12 @@ test("fastPathView groups the program's reasons: forwarded, handed to the stack,
     ["fwd_redirect", "pass_not_vip", "fwd_tx", "flow_new", "pass_node", "drop_source"],
     "only reasons with packets, most first",
   );
-  assert.deepEqual(v.flows, { entries: { IPv4: 0, IPv6: 50 }, capacity: 1000, occupancy: 0.05 });
+  assert.deepEqual(v.flows, {
+    entries: { IPv4: 0, IPv6: 50 },
+    capacity: 1000,
+    occupancy: 0.05,
+    evictions: 7,
+  });
   assert.deepEqual(
     v.nodes.map((n) => n.node),
     ["node-a", "node-b"],

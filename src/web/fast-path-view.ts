@@ -3,7 +3,7 @@
  * the LB host last read them (lb-host/fast-path.ts, every `--counters-ms`), grouped the way
  * an operator reads them — what XDP forwarded itself, what it handed to the nftables table
  * behind it, what it dropped at the driver, and how the flow table is doing (entries against
- * capacity, new/hit/stale entries, SYNs over the budget that were forwarded unpinned). The
+ * capacity, evictions, new/hit/replaced entries, SYNs over the budget that were forwarded unpinned). The
  * reason names are the program's (docs/dataplane-xdp.md "Counters").
  *
  * Pure: the counters and the time they were read arrive as data.
@@ -27,6 +27,8 @@ export interface DashboardFastPath {
     readonly capacity: number;
     /** 0..1 of the capacity, both families */
     readonly occupancy: number;
+    /** entries evicted to make room since the LB host started reading (null: not known) */
+    readonly evictions: number | null;
   } | null;
   /** per node, what XDP forwarded to it; most first */
   readonly nodes: readonly ({ readonly node: string } & TrafficCount)[];
@@ -74,6 +76,7 @@ export function fastPathView(
             capacity: f.capacity,
             occupancy:
               f.capacity > 0 ? Math.round(((entries.IPv4 + entries.IPv6) / f.capacity) * 10_000) / 10_000 : 0,
+            evictions: f.evictions ?? null,
           }
         : null,
     nodes,

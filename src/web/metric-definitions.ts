@@ -208,7 +208,7 @@ function xdpMetrics(r: Registers) {
   return {
     xdpPackets: new Counter({
       name: "passlb_xdp_packets_total",
-      help: "Packets the XDP program judged, by reason: pass_* (handed to the stack), drop_*, fwd_tx/fwd_redirect, flow_new/flow_hit/flow_stale, syn_rate.",
+      help: "Packets the XDP program judged, by reason: pass_* (handed to the stack), drop_*, fwd_tx/fwd_redirect, flow_new (an entry added)/flow_hit/flow_replaced (an entry overwritten), syn_rate.",
       labelNames: ["reason"] as const,
       registers: r,
     }),
@@ -228,6 +228,12 @@ function flowTableMetrics(r: Registers) {
       name: "passlb_flow_table_entries",
       help: "Flows the LB host's flow table pins now (nftables: the TCP flow map's elements; xdp: the LRU map's), by data plane and family.",
       labelNames: ["dataplane", "family"] as const,
+      registers: r,
+    }),
+    flowTableEvictions: new Counter({
+      name: "passlb_flow_table_evictions_total",
+      help: "Flows the LB host's flow table evicted to make room for new ones, by data plane (xdp: the LRU map's, derived from the entries it added and its size).",
+      labelNames: ["dataplane"] as const,
       registers: r,
     }),
     flowTableCapacity: new Gauge({

@@ -54,6 +54,9 @@ test("facade calls show up in the exposition", async () => {
   metrics.serviceTraffic("default/web", 4, 400);
   metrics.nodeTraffic("node-a", 7, 700, "xdp");
   metrics.flowTable("xdp", "IPv6", 12, 262144);
+  metrics.flowEvictions("xdp", 0);
+  metrics.flowEvictions("xdp", 40);
+  metrics.flowEvictions("xdp", 45);
   metrics.xdpReason("drop_source", 3);
   metrics.kubeWatchRestart("services", "expired");
   metrics.kubeWatchRestart("services", "expired");
@@ -67,6 +70,7 @@ test("facade calls show up in the exposition", async () => {
   );
   assert.match(text, /passlb_flow_table_entries\{dataplane="xdp",family="IPv6"\} 12/);
   assert.match(text, /passlb_flow_table_capacity\{dataplane="xdp",family="IPv6"\} 262144/);
+  assert.match(text, /passlb_flow_table_evictions_total\{dataplane="xdp"\} 45/);
   assert.match(text, /passlb_xdp_packets_total\{reason="drop_source"\} 3/);
   assert.match(text, /passlb_health_probes_total\{node="node-a",result="failure"\} 1/);
   assert.match(text, /passlb_health_probe_duration_seconds_count\{result="success"\} 1/);

@@ -104,6 +104,11 @@ export class Metrics {
     this.#m.flowTableCapacity.set({ dataplane, family }, capacity);
   }
 
+  /** the flow table's evictions, as a total */
+  flowEvictions(dataplane: string, total: number): void {
+    this.#setCounter(this.#m.flowTableEvictions, { dataplane }, total, true);
+  }
+
   /** kernel per-Service counters, as totals */
   serviceTraffic(service: string, packets: number, bytes: number, dataplane = "nftables"): void {
     this.#setCounter(this.#m.servicePackets, { service, dataplane }, packets, true);

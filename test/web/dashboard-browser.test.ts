@@ -199,7 +199,7 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
       ["drop_source", { packets: 3, bytes: 192 }],
       ["flow_new", { packets: 0, bytes: 0 }],
     ]),
-    flows: { entries: new Map([["IPv4", flows] as const]), capacity: 262_144 },
+    flows: { entries: new Map([["IPv4", flows] as const]), capacity: 262_144, evictions: flows * 2 },
   });
   obs.observer.fastPathCounters("xdp", xdpRead(1200, 40));
   await page.goto(url, { timeout: 10_000 });
@@ -209,6 +209,7 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
   // the next read shows on the next poll
   obs.observer.fastPathCounters("xdp", xdpRead(5000, 41));
   await page.locator('#fastpath [data-flows="41"]').waitFor({ timeout: 3_000 });
+  assert.match((await page.locator('#fastpath [data-evictions="82"]').textContent()) ?? "", /82 evicted/);
   await page.locator(`tr.avip[data-vip="${WEB}"][data-state="held"]`).waitFor({ timeout: 3_000 });
   assert.equal(await page.locator('tr.avip[data-vip="127.0.1.150"]').getAttribute("data-state"), "withdrawn");
   await page

@@ -153,13 +153,25 @@ test("XDP program: every branch with crafted packets", { timeout: 120_000 }, asy
     assert.equal(readFrame(r.out).dmac, macOf(other));
   });
 
-  await t.test("SYN: takes the current ring choice and overwrites the flow entry", () => {
+  const flowReasons = async () => {
+    const r = (await p.dp.counters()).reasons;
+    return { added: r.get("flow_new")!.packets, replaced: r.get("flow_replaced")!.packets };
+  };
+
+  await t.test("SYN: takes the current ring choice and overwrites the flow entry", async () => {
+    const first = await flowReasons();
     const choice = ringChoice(41001);
     const other = nodes.map((n) => n.name).find((n) => macOf(n) !== choice)!;
+    assert.deepEqual(await flowReasons(), { ...first, added: first.added + 1 }, "a new tuple adds an entry");
     setFlow(41001, other);
     assert.equal(readFrame(p.run(tcp({ sport: 41001, flags: SYN })).out).dmac, choice);
     const chosen = nodes.find((n) => macOf(n.name) === choice)!;
     assert.equal(flowNode(41001), p.dp.nodeIndex(`${chosen.name}/4`)!.index, "entry overwritten");
+    assert.deepEqual(
+      await flowReasons(),
+      { added: first.added + 1, replaced: first.replaced + 1 },
+      "a SYN on a tuple with an entry replaces it: flow_replaced, not flow_new (evictions are derived from flow_new)",
+    );
     assert.equal(readFrame(p.run(tcp({ sport: 41001, flags: ACK })).out).dmac, choice, "then followed");
   });
 
@@ -261,6 +273,9 @@ test("XDP program: every branch with crafted packets", { timeout: 120_000 }, asy
     assert.ok((c.reasons.get("pass_not_vip")?.packets ?? 0) >= 3);
     assert.ok((c.flows?.entries.get("IPv4") ?? 0) > 300);
     assert.ok((c.flows?.entries.get("IPv6") ?? 0) >= 1);
+    // far below capacity the LRU evicts nothing; the one key this test deleted by hand (the
+    // mid-flow case) left the table without an insert, which is what an eviction looks like
+    assert.equal(c.flows?.evictions, 1, "evictions: the hand-deleted key only");
   });
 });
 

@@ -62,7 +62,7 @@ const char passlb_source[] SEC(".passlb.source") = "passlb-xdp-source-sha256:" P
 enum reason {
 	R_PASS_NOT_IP, R_PASS_NOT_VIP, R_PASS_IP_OPTIONS, R_PASS_FRAGMENT, R_PASS_L4,
 	R_PASS_TTL, R_PASS_MTU, R_PASS_NODE, R_DROP_SOURCE, R_DROP_NO_NODES,
-	R_FWD_TX, R_FWD_REDIRECT, R_FLOW_NEW, R_FLOW_HIT, R_FLOW_STALE, R_SYN_RATE,
+	R_FWD_TX, R_FWD_REDIRECT, R_FLOW_NEW, R_FLOW_HIT, R_FLOW_REPLACED, R_SYN_RATE,
 	R_MAX,
 };
 
@@ -406,7 +406,11 @@ static __always_inline int pick_ring(const struct vip_value *vip, const struct f
 }
 
 /* The node of a packet: its flow's while that node is live, else the ring's (and the flow
- * entry is written). Returns the node index, or -1 when the ring has no node. */
+ * entry is written). Returns the node index, or -1 when the ring has no node.
+ * A write counts R_FLOW_NEW when the tuple had no entry (the table grew by one, unless the
+ * LRU evicted another: the control plane derives evictions from this and the table's
+ * size) and R_FLOW_REPLACED when it overwrote one (a SYN on a reused tuple, an entry whose
+ * node left or changed, an expired UDP entry). */
 static __always_inline int choose_node(const struct vip_value *vip, const struct flow_key *fk,
 				       int syn, __u64 bytes)
 {
@@ -421,8 +425,8 @@ static __always_inline int choose_node(const struct vip_value *vip, const struct
 
 	if (!cfg)
 		return -1;
+	f = bpf_map_lookup_elem(&flows, fk);
 	if (!syn) {
-		f = bpf_map_lookup_elem(&flows, fk);
 		if (f) {
 			n = bpf_map_lookup_elem(&nodes, &f->node);
 			int expired = fk->proto == IPPROTO_UDP && cfg->udp_timeout_s &&
@@ -433,7 +437,6 @@ static __always_inline int choose_node(const struct vip_value *vip, const struct
 				count(&reasons, R_FLOW_HIT, bytes);
 				return f->node;
 			}
-			count(&reasons, R_FLOW_STALE, bytes);
 		}
 	}
 	if (!pick_ring(vip, fk, &ring))
@@ -454,7 +457,7 @@ static __always_inline int choose_node(const struct vip_value *vip, const struct
 	fresh.gen = n->gen;
 	fresh.atime = now;
 	bpf_map_update_elem(&flows, fk, &fresh, BPF_ANY);
-	count(&reasons, R_FLOW_NEW, bytes);
+	count(&reasons, f ? R_FLOW_REPLACED : R_FLOW_NEW, bytes);
 	return *idx;
 }
 

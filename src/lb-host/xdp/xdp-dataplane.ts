@@ -27,6 +27,7 @@ import type {
   StartReport,
   TrafficCount,
 } from "../lb-dataplane.ts";
+import { FlowEvictions } from "./flow-evictions.ts";
 import {
   decodeCounter,
   decodeName,
@@ -83,6 +84,7 @@ export class XdpDataplane implements LbDataplane {
   #serial: Promise<unknown> = Promise.resolve();
   /** node index → the name and counter reading when that name took it */
   readonly #nodeBase = new Map<number, { name: string } & TrafficCount>();
+  readonly #evictions = new FlowEvictions();
 
   constructor(options: XdpDataplaneOptions) {
     this.#o = options;
@@ -339,7 +341,11 @@ export class XdpDataplane implements LbDataplane {
       const fam = e.key[0] === 6 ? "IPv6" : "IPv4";
       entries.set(fam, entries.get(fam)! + 1);
     }
-    return { services, nodes, reasons, flows: { entries, capacity: XDP_LIMITS.flows } };
+    const evictions = this.#evictions.read(
+      reasons.get("flow_new")!.packets,
+      entries.get("IPv4")! + entries.get("IPv6")!,
+    );
+    return { services, nodes, reasons, flows: { entries, capacity: XDP_LIMITS.flows, evictions } };
   }
 
   async stop(): Promise<void> {

@@ -61,7 +61,7 @@ export const XDP_REASONS = [
   "fwd_redirect",
   "flow_new",
   "flow_hit",
-  "flow_stale",
+  "flow_replaced",
   "syn_rate",
 ] as const;
 export type XdpReason = (typeof XDP_REASONS)[number];
