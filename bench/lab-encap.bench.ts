@@ -43,13 +43,11 @@
  * Traffic goes only to documentation addresses inside the lab's own namespaces.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { type LabState, labDown, labRestart, labUp } from "../src/lab/lab-runner.ts";
-import { buildXdpObject } from "../src/lb-host/xdp/xdp-object.ts";
+import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 import {
   clientSysctls,
@@ -58,6 +56,7 @@ import {
   shortConnectionSysctls,
   xdpReasonTotals,
 } from "./lab-bench-setup.ts";
+import { xdpBenchReady, xdpBenchSetup } from "./xdp-bench-setup.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -129,53 +128,9 @@ function wrk(target: string, port: number): { rate: number; errors: string } {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** `--xdp 1`: a bpffs and the program built from the source; undo() unmounts and removes */
-async function xdpSetup(): Promise<{ pin: string; lbArgs: string[]; undo: () => void }> {
-  const dir = mkdtempSync(join(tmpdir(), "plb-encapxdp-"));
-  const bpffs = join(dir, "bpffs");
-  mkdirSync(bpffs);
-  if (spawnSync("mount", ["-t", "bpf", "bpf", bpffs]).status !== 0) throw new Error("cannot mount a bpffs");
-  const undo = () => {
-    spawnSync("umount", [bpffs]);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const object = join(dir, "passlb-xdp.o");
-  await buildXdpObject(object);
-  const pin = join(bpffs, "passlb");
-  // no drift check: the benchmark detaches the program for the paths measured without it
-  const lbArgs = [
-    "--xdp-interface=plbc0",
-    `--xdp-pin-dir=${pin}`,
-    `--xdp-object=${object}`,
-    "--drift-check-ms=0",
-    "--counters-ms=0",
-  ];
-  return { pin, lbArgs, undo };
-}
-
-/** node-s resolved and the LB restarted (it adopts the maps and writes the next hop); node-s's
- * veth end gets the pass program (veth drops frames redirected to a peer without one:
- * drivers/net/veth.c veth_xdp_xmit). Returns the switch for the client port's program. */
-async function xdpReady(state: LabState, pin: string): Promise<(on: boolean) => void> {
-  const nodeS = state.layout.nodes.find((n) => n.name === "node-s")!;
-  exec("lb", ["arping", "-c", "1", "-w", "2", "-I", "plbnodes", nodeS.ipv4]);
-  await new Promise((r) => setTimeout(r, 2000));
-  await labRestart(state, "lb", "lb", { repoRoot: REPO });
-  await new Promise((r) => setTimeout(r, 3000));
-  exec("node-s", ["ip", "link", "set", "dev", "eth0", "xdpdrv", "pinned", `${pin}/prog/passlb_xdp_pass`]);
-  exec("client", ["ethtool", "-K", "eth0", "tx", "off"]); // docs/dataplane-xdp.md "veth"
-  return (on) =>
-    exec(
-      "lb",
-      on
-        ? ["ip", "-force", "link", "set", "dev", "plbc0", "xdpdrv", "pinned", `${pin}/prog/passlb_xdp`]
-        : ["ip", "link", "set", "dev", "plbc0", "xdpdrv", "off"],
-    );
-}
-
 async function main(): Promise<void> {
   if (!prerequisites()) return;
-  const xdp = XDP ? await xdpSetup() : undefined;
+  const xdp = XDP ? await xdpBenchSetup("plb-encapxdp-") : undefined;
   const options = {
     repoRoot: REPO,
     agents: true,
@@ -225,7 +180,14 @@ async function main(): Promise<void> {
       );
     // the agents and the LB have just started and probe: let them settle
     await new Promise((r) => setTimeout(r, 5000));
-    const attach = xdp ? await xdpReady(state, xdp.pin) : () => undefined;
+    const attach = xdp
+      ? await xdpBenchReady(state, exec, {
+          repoRoot: REPO,
+          pin: xdp.pin,
+          node: "node-s",
+          clients: ["client"],
+        })
+      : () => undefined;
     const measured = (v: (typeof variants)[number], run: () => string) => {
       attach(v.xdp === true);
       const before = xdp && v.xdp ? xdpReasonTotals(xdp.pin) : undefined;

@@ -1,49 +1,9 @@
-/**
- * Small packets (issue 17 §1, first bullet), in the network-namespace lab
- * (bench/lab/packet-rate-topology.yaml: client → LB host → node-1 → pod): UDP with 64-byte
- * payloads from 1,024 source ports (1,024 distinct flows) at the highest rate one trafgen
- * process reaches, counted and dropped by an nft counter (netdev ingress, before anything
- * else) where they arrive. Paths, back to back in every round, order rotated per round:
- *   - plain routing: to the pod's address; the LB host and the node only route;
- *   - passlb: to the UDP Service's VIP: `passlb lb` (nftables) hashes every new flow to the
- *     node, the node's agent DNATs it to the pod (eTP Local);
- *   - passlb XDP: the same VIP with `passlb lb --dataplane xdp`: the XDP program on the LB's
- *     client port forwards each packet itself (MAC rewrite, redirect to the node's port)
- *     before the stack; for the other runs the program is detached, so plain routing and the
- *     nftables path run exactly as without it (docs/dataplane-xdp.md);
- * each counted at the pod (the rate) and, in separate runs, at the node's ingress (the LB
- * host's work only), plus a run counted at the LB host's own ingress (the generator alone).
- * The two runs compared (plain and VIP at one counting point) go back to back, their order
- * swapped every round.
- *
- * Packet rate: packets counted ÷ the generator's run time. CPU per packet: every packet's
- * whole path runs in softirq on the CPU that sends it (veth hands each packet to the next
- * namespace's backlog on the same CPU; no RPS), charged to the generator process or, when
- * softirq work is deferred, to ksoftirqd — so the CPU of a run is trafgen's user + system
- * time (/usr/bin/time) plus the ksoftirqd threads' time over the run, divided by the packets
- * counted. The LB host's share per packet is the run counted at the node minus the run
- * counted at the LB host's ingress (the same generator work, and everything up to the LB
- * host's receive, in both). Other work on the machine adds to the ksoftirqd share: noisy.
- * Bound: passlb ≥ 0.9 × plain routing's packet rate. Medians of per-round values and ratios.
- *
- *   node --import tsx bench/lab-packet-rate.bench.ts [--seconds 3] [--rounds 3]
- *
- * Also `bpftool prog run` (BPF_PROG_TEST_RUN) of the program over one VIP packet: the
- * program's own cost per packet, without a driver or a copy.
- *
- * Needs root, ip, nft and trafgen (Debian netsniff-ng; installed with apt-get when missing,
- * and it says so). trafgen runs with --no-sock-mem (it leaves the machine's socket memory settings
- * alone), --notouch-irq, one process, at most 2^26 packets and for `--seconds`. Traffic goes only to
- * documentation addresses inside the lab's own namespaces.
- */
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { readManifests } from "../src/cluster/manifest-files.ts";
 import { decodeDocuments } from "../src/k8s/decode.ts";
-import { labDown, labRestart, labUp } from "../src/lab/lab-runner.ts";
-import { buildXdpObject } from "../src/lb-host/xdp/xdp-object.ts";
+import { labDown, labUp } from "../src/lab/lab-runner.ts";
 import { planSnapshot } from "../src/plan/planner.ts";
 import {
   benchArg,
@@ -53,6 +13,7 @@ import {
   labHostShell,
   xdpForwarded,
 } from "./lab-bench-setup.ts";
+import { xdpBenchReady, xdpBenchSetup } from "./xdp-bench-setup.ts";
 
 const SECONDS = Math.min(benchArg("seconds", 3), 30);
 const ROUNDS = Math.min(benchArg("rounds", 3), 10);
@@ -138,28 +99,19 @@ function generate(config: string, where: { host: string; device: string }, timeF
 }
 
 async function main(): Promise<void> {
-  if (!benchPrerequisites("lab-packet-rate", { ip: "iproute2", nft: "nftables", trafgen: "netsniff-ng" }))
+  if (
+    !benchPrerequisites("lab-packet-rate", {
+      ip: "iproute2",
+      nft: "nftables",
+      trafgen: "netsniff-ng",
+      ethtool: "ethtool",
+    })
+  )
     return;
-  const xdpDir = mkdtempSync(join(tmpdir(), "plb-xdpbench-"));
-  const bpffs = join(xdpDir, "bpffs");
-  mkdirSync(bpffs);
-  const pin = join(bpffs, "passlb");
-  const object = join(xdpDir, "passlb-xdp.o");
-  if (spawnSync("mount", ["-t", "bpf", "bpf", bpffs]).status !== 0) throw new Error("cannot mount a bpffs");
-  await buildXdpObject(object);
-  const options = {
-    ...benchLabOptions(REPO),
-    // the XDP fast path in front of the nftables table; no drift check, so the benchmark may
-    // detach it for the plain and nftables runs
-    lbArgs: [
-      "--dataplane=xdp",
-      "--xdp-interface=plbc0",
-      `--xdp-pin-dir=${pin}`,
-      `--xdp-object=${object}`,
-      "--drift-check-ms=0",
-      "--counters-ms=0",
-    ],
-  };
+  const fast = await xdpBenchSetup("plb-xdpbench-");
+  const pin = fast.pin;
+  // the XDP fast path in front of the nftables table
+  const options = { ...benchLabOptions(REPO), lbArgs: ["--dataplane=xdp", ...fast.lbArgs] };
   try {
     const state = await labUp(join(REPO, "bench/lab/packet-rate-topology.yaml"), options);
     const read = await readManifests([state.manifestsDir], async () => "");
@@ -187,31 +139,12 @@ async function main(): Promise<void> {
       );
       return file;
     };
-    // the node's address resolved (the first apply saw none), then a restart adopts the maps and
-    // writes the next hop; node-1's veth end gets a program (veth drops redirected frames to a
-    // peer without one: drivers/net/veth.c veth_xdp_xmit)
-    const node = state.layout.nodes[0]!;
-    sh.exec("lb", ["arping", "-c", "1", "-w", "2", "-I", "plbnodes", node.ipv4]);
-    await new Promise((r) => setTimeout(r, 2000));
-    await labRestart(state, "lb", "lb", { repoRoot: REPO });
-    await new Promise((r) => setTimeout(r, 3000));
-    sh.exec("node-1", [
-      "ip",
-      "link",
-      "set",
-      "dev",
-      "eth0",
-      "xdpdrv",
-      "pinned",
-      `${pin}/prog/passlb_xdp_pass`,
-    ]);
-    const xdp = (on: boolean) =>
-      sh.exec(
-        "lb",
-        on
-          ? ["ip", "-force", "link", "set", "dev", "plbc0", "xdpdrv", "pinned", `${pin}/prog/passlb_xdp`]
-          : ["ip", "link", "set", "dev", "plbc0", "xdpdrv", "off"],
-      );
+    const xdp = await xdpBenchReady(state, sh.exec, {
+      repoRoot: REPO,
+      pin,
+      node: "node-1",
+      clients: ["client"],
+    });
     const atPod = { host: pod.name, device: "eth0" };
     const atNode = { host: "node-1", device: "eth0" };
     const atLb = { host: "lb", device: "plbc0" };
@@ -295,8 +228,7 @@ async function main(): Promise<void> {
     say(progRun(pin, state.stateDir, gatewayMac, clientMac, client.ipv4, vip));
   } finally {
     if (process.env.KEEP_LAB !== "1") await labDown(LAB, options);
-    spawnSync("umount", [bpffs]);
-    rmSync(xdpDir, { recursive: true, force: true });
+    fast.undo();
   }
 }
 
