@@ -13,7 +13,7 @@ import {
   labHostShell,
   xdpForwarded,
 } from "./lab-bench-setup.ts";
-import { xdpBenchReady, xdpBenchSetup } from "./xdp-bench-setup.ts";
+import { XDP_BENCH_PACKAGES, xdpBenchReady, xdpBenchSetup } from "./xdp-bench-setup.ts";
 
 const SECONDS = Math.min(benchArg("seconds", 3), 30);
 const ROUNDS = Math.min(benchArg("rounds", 3), 10);
@@ -99,15 +99,7 @@ function generate(config: string, where: { host: string; device: string }, timeF
 }
 
 async function main(): Promise<void> {
-  if (
-    !benchPrerequisites("lab-packet-rate", {
-      ip: "iproute2",
-      nft: "nftables",
-      trafgen: "netsniff-ng",
-      ethtool: "ethtool",
-    })
-  )
-    return;
+  if (!benchPrerequisites("lab-packet-rate", XDP_BENCH_PACKAGES)) return;
   const fast = await xdpBenchSetup("plb-xdpbench-");
   const pin = fast.pin;
   // the XDP fast path in front of the nftables table

@@ -46,7 +46,7 @@ import {
   labHostShell,
   xdpReasonTotals,
 } from "./lab-bench-setup.ts";
-import { xdpBenchReady, xdpBenchSetup } from "./xdp-bench-setup.ts";
+import { XDP_BENCH_PACKAGES, xdpBenchReady, xdpBenchSetup } from "./xdp-bench-setup.ts";
 
 const SECONDS = Math.max(1, Math.min(benchArg("seconds", 5), 20));
 const ROUNDS = Math.max(1, Math.min(benchArg("rounds", 3), 10));
@@ -276,19 +276,7 @@ function xdpState(pin: string, evictions: FlowEvictions) {
 }
 
 async function main(): Promise<void> {
-  if (
-    !benchPrerequisites("lab-syn-flood", {
-      ip: "iproute2",
-      nft: "nftables",
-      trafgen: "netsniff-ng",
-      conntrack: "conntrack",
-      ethtool: "ethtool",
-      arping: "iputils-arping",
-      clang: "clang",
-      bpftool: "bpftool",
-    })
-  )
-    return;
+  if (!benchPrerequisites("lab-syn-flood", { ...XDP_BENCH_PACKAGES, conntrack: "conntrack" })) return;
   const fast = await xdpBenchSetup("plb-synflood-");
   const options = {
     ...benchLabOptions(REPO),

@@ -13,6 +13,18 @@ import { join } from "node:path";
 import { type LabState, labRestart } from "../src/lab/lab-runner.ts";
 import { buildXdpObject } from "../src/lb-host/xdp/xdp-object.ts";
 
+/** what an XDP lab bench runs (command → Debian package, for benchPrerequisites): the lab,
+ * trafgen, the program's build and load, arping and ethtool of xdpBenchReady */
+export const XDP_BENCH_PACKAGES: Readonly<Record<string, string>> = {
+  ip: "iproute2",
+  nft: "nftables",
+  trafgen: "netsniff-ng",
+  ethtool: "ethtool",
+  arping: "iputils-arping",
+  clang: "clang",
+  bpftool: "bpftool",
+};
+
 export interface XdpBench {
   /** the pin directory (maps/, prog/) */
   readonly pin: string;

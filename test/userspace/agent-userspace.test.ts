@@ -4,13 +4,13 @@
  * node's pods; a PROXY v2 header from the LB is read; the signal stops everything.
  */
 import assert from "node:assert/strict";
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { createServer, type Server } from "node:net";
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { registerAgentCommand } from "../../src/cli/agent-command.ts";
 import { encodeProxyV2 } from "../../src/lb-host/userspace/proxy-protocol.ts";
-import { until } from "./clients.ts";
+import { exchange, until } from "./clients.ts";
 
 const DIR = fileURLToPath(new URL("../fixtures/userspace/agent/", import.meta.url));
 
@@ -22,26 +22,8 @@ function pod(host: string, name: string): Promise<Server> {
   return new Promise((resolve) => srv.listen({ host, port: 9000 }, () => resolve(srv)));
 }
 
-function ask(payload: Buffer): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s: Socket = connect({ host: "127.0.2.150", port: 30300 });
-    let got = "";
-    const t = setTimeout(() => {
-      s.destroy();
-      reject(new Error("timeout"));
-    }, 2000);
-    s.on("connect", () => s.write(payload));
-    s.on("data", (d) => (got += d));
-    s.on("error", (e) => {
-      clearTimeout(t);
-      reject(e);
-    });
-    s.on("close", () => {
-      clearTimeout(t);
-      resolve(got);
-    });
-  });
-}
+const ask = (payload: Buffer): Promise<string> =>
+  exchange({ host: "127.0.2.150", port: 30300 }, payload, 2000);
 
 test("Local nodePort goes to this node's pod only, with or without a PROXY header", async () => {
   const pods = [await pod("127.0.3.150", "here"), await pod("127.0.3.151", "elsewhere")];

@@ -137,3 +137,34 @@ export async function until(
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
+
+/** Connects, writes `payload`, and resolves with everything received until the server
+ * closes; rejects on an error or after `timeoutMs`. */
+export function exchange(
+  to: { readonly host: string; readonly port: number; readonly localAddress?: string },
+  payload: string | Buffer,
+  timeoutMs = 3000,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect({
+      host: to.host,
+      port: to.port,
+      ...(to.localAddress && { localAddress: to.localAddress }),
+    });
+    let got = "";
+    const t = setTimeout(() => {
+      s.destroy();
+      reject(new Error(`timeout; got ${JSON.stringify(got)}`));
+    }, timeoutMs);
+    s.on("connect", () => s.write(payload));
+    s.on("data", (d) => (got += d));
+    s.on("error", (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    s.on("close", () => {
+      clearTimeout(t);
+      resolve(got);
+    });
+  });
+}

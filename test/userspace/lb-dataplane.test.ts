@@ -6,10 +6,11 @@
  * from the applied zones' clientCIDRs (client-zones.ts); stop() closes every socket.
  */
 import assert from "node:assert/strict";
-import { connect, createServer, type Server } from "node:net";
+import { createServer, type Server } from "node:net";
 import { test } from "node:test";
 import { ALL_UNKNOWN, serviceForwarding } from "../../src/forwarding/forwarding-state.ts";
 import { UserspaceLb } from "../../src/lb-host/userspace/userspace-lb.ts";
+import { exchange } from "./clients.ts";
 import { testPlan } from "./plans.ts";
 
 const PORT = 18_300 + (process.pid % 50);
@@ -23,27 +24,8 @@ function listen(server: Server, host: string): Promise<void> {
 const closed = (server: Server) => new Promise((r) => server.close(r));
 
 /** one request through the proxy; the node answers with its own name */
-function ask(vip: string, localAddress: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = connect({ host: vip, port: PORT, localAddress });
-    let got = "";
-    const t = setTimeout(() => {
-      s.destroy();
-      reject(new Error(`timeout; got ${JSON.stringify(got)}`));
-    }, 3000);
-    s.setEncoding("utf8");
-    s.on("connect", () => s.write("x"));
-    s.on("data", (d: string) => (got += d));
-    s.on("error", (e) => {
-      clearTimeout(t);
-      reject(e);
-    });
-    s.on("close", () => {
-      clearTimeout(t);
-      resolve(got);
-    });
-  });
-}
+const ask = (vip: string, localAddress: string): Promise<string> =>
+  exchange({ host: vip, port: PORT, localAddress }, "x");
 
 test("UserspaceLb as an LbDataplane: apply, check restores a failed bind, counters, zones, stop", async (t) => {
   const nodes: Server[] = [];
