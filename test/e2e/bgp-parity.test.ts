@@ -421,9 +421,16 @@ test("BGP parity against FRR: MD5, multihop, dynamic ASN, iBGP localPref, commun
     async () => {
       await until("203.0.113.130/32 learned", 10_000, () => frrPaths(frr, "203.0.113.130/32").length === 1);
       await speaker.stop({ gracefulRestart: true });
+      // what FRR showed last, for the failure message: the paths, and why the session reset
+      // (a BFD down or a NOTIFICATION flushes the routes instead of keeping them stale)
+      let seen = "";
       const stale = await until("stale route on FRR", 10_000, () => {
         const p = frrPaths(frr, "203.0.113.130/32");
+        const n = (vtysh(frr, "show bgp neighbors 192.0.2.10 json") as Record<string, Json>)["192.0.2.10"];
+        seen = JSON.stringify({ paths: p, state: n?.bgpState, lastReset: n?.lastResetDueTo });
         return p.length === 1 && p[0]!.stale && p;
+      }).catch((e: Error) => {
+        throw new Error(`${e.message}; FRR last showed ${seen}`);
       });
       assert.equal(stale[0]!.from, "192.0.2.10");
       // the kernel table still holds the routes: the next BIRD starts in recovery and re-announces them
