@@ -425,8 +425,8 @@ static __always_inline int choose_node(const struct vip_value *vip, const struct
 
 	if (!cfg)
 		return -1;
-	f = bpf_map_lookup_elem(&flows, fk);
 	if (!syn) {
+		f = bpf_map_lookup_elem(&flows, fk);
 		if (f) {
 			n = bpf_map_lookup_elem(&nodes, &f->node);
 			int expired = fk->proto == IPPROTO_UDP && cfg->udp_timeout_s &&
@@ -453,6 +453,9 @@ static __always_inline int choose_node(const struct vip_value *vip, const struct
 		count(&reasons, R_SYN_RATE, bytes);
 		return *idx;
 	}
+	/* only to count the write below: a SYN over the budget (a flood) pays no lookup */
+	if (syn)
+		f = bpf_map_lookup_elem(&flows, fk);
 	fresh.node = *idx;
 	fresh.gen = n->gen;
 	fresh.atime = now;
