@@ -8,7 +8,7 @@
  * the DNAT rules from the lab's manifest folder; the harness only waits for it to apply.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { TestContext } from "node:test";
@@ -200,13 +200,17 @@ export async function startLab(
     agentArgs: ["--dataplane=nftables", "--sync-period=5", ...(options.agentArgs ?? [])],
     lbArgs: ["--dataplane=nftables", ...(options.lbArgs ?? [])],
   };
+  let state: LabState | undefined;
   t.after(async () => {
     // PASSLB_KEEP_LAB=1 leaves the lab up for a look (then: passlb lab down -f …)
     if (process.env.PASSLB_KEEP_LAB === "1") return;
+    // PASSLB_LAB_LOGS=<dir> keeps the processes' logs (<dir>/<lab>/…) after the lab is removed
+    const keep = process.env.PASSLB_LAB_LOGS;
+    if (keep && state) cpSync(join(state.stateDir, "logs"), join(keep, raw.name), { recursive: true });
     await labDown(raw.name, labOptions);
     rmSync(dir, { recursive: true, force: true });
   });
-  const state = await labUp(path, labOptions);
+  state = await labUp(path, labOptions);
   const scripts = await compileLabScripts(REPO_ROOT, state.stateDir);
   const lab = new Lab(state, read.topology, dir, [process.execPath, ...scripts.command("lab-client")]);
   await lab.syncAgents();

@@ -222,6 +222,7 @@ test("XDP path: the LB scenarios with real packets, on IPv4 and IPv6", { timeout
       const held4 = hold(`${web}:80`);
       const held6 = hold(`[${any6}]:81`);
       await sleep(1000);
+      const replacedBefore = reasons(pin).flow_replaced ?? 0;
       await lab.update((topo) => {
         topo.zones[1]!.nodes[0]!.pods.find((p) => p.name === "b1-3")!.ready = true;
         return topo;
@@ -249,6 +250,8 @@ test("XDP path: the LB scenarios with real packets, on IPv4 and IPv6", { timeout
           `${fam}: ${JSON.stringify(r.connections.map((c) => c.pings))}`,
         );
       }
+      // the restarted LB adopted the nodes' generations: no held flow missed its entry
+      assert.equal((reasons(pin).flow_replaced ?? 0) - replacedBefore, 0, "no flow entry was re-chosen");
       const progAfter = bpftoolJson(["prog", "show", "pinned", `${pin}/prog/passlb_xdp`]) as { id: number };
       assert.equal(progAfter.id, progBefore.id, "the restarted LB adopted the pinned program (same object)");
     },
@@ -272,7 +275,7 @@ test("XDP path: the LB scenarios with real packets, on IPv4 and IPv6", { timeout
         topo.zones[1]!.nodes[0]!.pods.find((p) => p.name === "b1-3")!.ready = true;
         return topo;
       });
-      await sleep(1500);
+      await servedBy(lab, `${web}:80`, "node-b1", true);
       const during = await round();
       assert.deepEqual(during.failed, [], "after node-b1 joined");
       const moved = Object.keys(during.byPort).filter((p) => during.byPort[p] !== before.byPort[p]).length;
@@ -284,7 +287,7 @@ test("XDP path: the LB scenarios with real packets, on IPv4 and IPv6", { timeout
         topo.zones[1]!.nodes[0]!.pods.find((p) => p.name === "b1-3")!.ready = false;
         return topo;
       });
-      await sleep(1500);
+      await servedBy(lab, `${web}:80`, "node-b1", false);
       const after = await round();
       assert.deepEqual(after.failed, [], "after node-b1 left");
       assert.ok(!Object.values(after.byPort).includes("node-b1"), "none reaches the node that left");
@@ -393,6 +396,17 @@ async function settled(lab: Lab, target: string): Promise<void> {
     if (r.failed === 0) return;
     assert.ok(Date.now() < deadline, `new connections to ${target} still fail: ${JSON.stringify(r.errors)}`);
     await sleep(500);
+  }
+}
+
+/** waits (bounded) until new connections to `target` reach `node` — or no longer do */
+async function servedBy(lab: Lab, target: string, node: string, reached: boolean): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const r = await lab.client("client-a", ["--target", target, "--count", "40", "--concurrency", "8"]);
+    if (node in r.byNode === reached && r.failed === 0) return;
+    assert.ok(Date.now() < deadline, `${target}: ${node} ${reached ? "never reached" : "still reached"}`);
+    await sleep(300);
   }
 }
 

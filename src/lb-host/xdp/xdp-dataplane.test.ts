@@ -179,12 +179,26 @@ test("a restarted process adopts the pinned maps: the same node indexes, the pro
   const first = setup();
   await first.dp.start();
   await first.dp.apply({ forwarding: [web(["a", "b"])], zones: [] });
-  const idA = first.dp.nodeIndex("a/4");
+  // a leaves and c takes its index with a later generation (a's flows no longer match it)
+  await first.dp.apply({ forwarding: [web(["b"])], zones: [] });
+  await first.dp.apply({ forwarding: [web(["b", "c"])], zones: [] });
+  const idC = first.dp.nodeIndex("c/4");
+  assert.deepEqual(idC, { index: 0, gen: 3 });
   const prog = await first.bpf.prog("/bpf/passlb/prog/passlb_xdp");
   const second = setup(first.bpf);
   const r = await second.dp.start();
   assert.deepEqual(r, { adopted: true, replaced: false });
-  assert.deepEqual(second.dp.nodeIndex("a/4"), idA, "flows keep naming the same node");
+  assert.deepEqual(second.dp.nodeIndex("c/4"), idC, "flows keep naming the same node and generation");
+  const batches = recordBatches(first.bpf);
+  await second.dp.apply({ forwarding: [web(["b", "c"])], zones: [] });
+  // (rings are written again into a fresh block: the pool does not know an adopted block's content)
+  assert.deepEqual(
+    batches[0]!.filter((op) => !op.endsWith(" rings") && !op.endsWith(" ring_ids")),
+    [],
+    "nodes and VIPs are not rewritten (the nodes' generations kept)",
+  );
+  await second.dp.apply({ forwarding: [web(["b", "c", "d"])], zones: [] });
+  assert.equal(second.dp.nodeIndex("d/4")?.gen, 4, "generations carry on after the restart");
   assert.equal(
     (await first.bpf.prog("/bpf/passlb/prog/passlb_xdp"))?.id,
     prog?.id,

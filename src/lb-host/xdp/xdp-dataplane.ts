@@ -29,6 +29,7 @@ import type {
 } from "../lb-dataplane.ts";
 import { FlowEvictions } from "./flow-evictions.ts";
 import {
+  decodeConfig,
   decodeCounter,
   decodeName,
   decodeNode,
@@ -150,10 +151,25 @@ export class XdpDataplane implements LbDataplane {
     const dumps = new Map<XdpMapName, MapEntry[]>();
     for (const m of [...CHECKED, "node_names", "svc_names"] as XdpMapName[])
       dumps.set(m, await bpf.dump(this.#pin(m)));
+    // `nodes` is an array of XDP_LIMITS.nodes entries: read the named ones
+    const named = (dumps.get("node_names") ?? []).filter((e) => decodeName(e.values[0]!));
+    dumps.set(
+      "nodes",
+      await bpf.lookup(
+        this.#pin("nodes"),
+        named.map((e) => hex(e.key)),
+      ),
+    );
+    // generations carry on from the last one handed out, so an index the new process gives
+    // to another node never matches a flow entry of the node that held it before
+    const config = dumps.get("config")?.[0]?.values[0];
+    let lastGen = config ? decodeConfig(config).lastGen : 0;
     for (const e of dumps.get("nodes") ?? []) {
       const n = decodeNode(e.values[0]!);
       if (n.gen > 0) this.#indexes.gens.set(decodeU32(e.key), n.gen);
+      lastGen = Math.max(lastGen, n.gen);
     }
+    this.#indexes.lastGen = Math.max(this.#indexes.lastGen, lastGen);
     for (const e of dumps.get("node_names") ?? []) {
       const name = decodeName(e.values[0]!);
       if (name) this.#indexes.nodes.set(name, decodeU32(e.key));
