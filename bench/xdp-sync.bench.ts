@@ -86,6 +86,7 @@ async function main(): Promise<void> {
     const flips: number[] = [];
     const stateMs: number[] = [];
     const opsPerFlip: number[] = [];
+    const phases = new Map<string, number[]>();
     for (let i = 0; i < CHANGES; i++) {
       const node = `node-${(i >> 1) % NODES}`;
       if (i % 2 === 0) health.set(node, "unhealthy");
@@ -98,6 +99,7 @@ async function main(): Promise<void> {
       flips.push(performance.now() - t);
       stateMs.push(tf - t);
       opsPerFlip.push(r.ops);
+      for (const [k, v] of Object.entries(r.phases ?? {})) phases.set(k, [...(phases.get(k) ?? []), v]);
     }
     // the tool's floor: as many updates of one config element in one batch
     const n = pct(opsPerFlip, 0.5);
@@ -113,6 +115,9 @@ async function main(): Promise<void> {
     const floor = pct(floors, 0.5);
     say(
       `a node's health flips: p50 ${pct(flips, 0.5).toFixed(0)} ms, p99 ${pct(flips, 0.99).toFixed(0)} ms (${CHANGES} flips, ${n} map updates each); bpftool floor for ${n} updates ${floor.toFixed(0)} ms (p50 ${(pct(flips, 0.5) / floor).toFixed(2)}× the floor); of which the forwarding state (LbForwardings, shared with nftables) p50 ${pct(stateMs, 0.5).toFixed(0)} ms`,
+    );
+    say(
+      `per flip, p50 / p99: ${[...phases].map(([k, v]) => `${k} ${pct(v, 0.5).toFixed(0)} / ${pct(v, 0.99).toFixed(0)} ms`).join(", ")}; map updates p50 ${pct(opsPerFlip, 0.5)}, max ${Math.max(...opsPerFlip)}`,
     );
     // a baseline in the same run: the full sync (the figures move with the machine's load)
     say(

@@ -20,10 +20,15 @@ import { dirname, join } from "node:path";
 import { PasslbError } from "../errors.ts";
 import { type ProcessResult, runProcess } from "./run-process.ts";
 
-/** One line of a batch: an update or a delete of one element of a pinned map. */
+/** One line of a batch: an update or a delete of one element of a pinned map, or an RCU
+ * barrier — element 0 of a pinned array-of-maps set to the map `inner`: the kernel returns
+ * from that update only after every running BPF program has finished
+ * (`maybe_wait_bpf_programs`, kernel/bpf/syscall.c), so what the lines before it stopped
+ * pointing at is no longer read by any packet. */
 export type MapOp =
   | { readonly op: "update"; readonly map: string; readonly key: string; readonly value: string }
-  | { readonly op: "delete"; readonly map: string; readonly key: string };
+  | { readonly op: "delete"; readonly map: string; readonly key: string }
+  | { readonly op: "barrier"; readonly map: string; readonly inner: string };
 
 export interface MapEntry {
   readonly key: Uint8Array;
@@ -60,6 +65,10 @@ export interface BpfTool {
   rename(from: string, to: string): Promise<void>;
   /** throws bpf_unavailable unless `dir` is on a bpffs mount */
   checkBpffs(dir: string): Promise<void>;
+  /** Creates and pins a one-element array-of-maps whose inner template is the map pinned
+   * at `inner` (`bpftool map create … type array_of_maps … inner_map pinned`): the target
+   * of `barrier` ops. */
+  createBarrier(pin: string, inner: string): Promise<void>;
 }
 
 export interface BpfToolOptions {
@@ -131,11 +140,16 @@ export function batchText(ops: readonly MapOp[]): string {
     .map((o) =>
       o.op === "update"
         ? `map update pinned ${o.map} key hex ${o.key} value hex ${o.value}`
-        : `map delete pinned ${o.map} key hex ${o.key}`,
+        : o.op === "barrier"
+          ? `map update pinned ${o.map} key hex 00 00 00 00 value pinned ${o.inner}`
+          : `map delete pinned ${o.map} key hex ${o.key}`,
     )
     .join("\n")
     .concat("\n");
 }
+
+/** the barrier map (BpfTool.createBarrier): one element, a map id */
+const BARRIER_MAP = ["type", "array_of_maps", "key", "4", "value", "4", "entries", "1", "name", "passlb_rcu"];
 
 export function createBpfTool(options: BpfToolOptions = {}): BpfTool {
   const bpftool = options.bpftool ?? "bpftool";
@@ -246,6 +260,11 @@ export function createBpfTool(options: BpfToolOptions = {}): BpfTool {
           "bpf_unavailable",
           `${dir} is not on a bpffs mount (mount -t bpf bpf ${dir}, or pass --xdp-pin-dir under /sys/fs/bpf)`,
         );
+    },
+    async createBarrier(pin, inner) {
+      await mkdir(dirname(pin), { recursive: true }).catch(() => undefined);
+      const args = ["map", "create", pin, ...BARRIER_MAP, "inner_map", "pinned", inner];
+      await must(`bpftool map create ${pin}`, bpftool, args);
     },
   };
 }

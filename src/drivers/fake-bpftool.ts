@@ -50,7 +50,10 @@ export class FakeBpfTool implements BpfTool {
     for (const o of ops) {
       const m = this.maps.get(o.map);
       if (!m) throw new PasslbError("bpf_failed", `no map pinned at ${o.map}`);
-      if (o.op === "update") m.set(o.key, o.value);
+      if (o.op === "barrier") {
+        if (!this.maps.has(o.inner)) throw new PasslbError("bpf_failed", `no map pinned at ${o.inner}`);
+        this.barriers++;
+      } else if (o.op === "update") m.set(o.key, o.value);
       else if (!m.delete(o.key)) throw new PasslbError("bpf_failed", `delete ${o.map}: no such key`);
     }
   }
@@ -107,4 +110,14 @@ export class FakeBpfTool implements BpfTool {
   }
 
   async checkBpffs() {}
+
+  /** barrier ops run so far */
+  barriers = 0;
+
+  async createBarrier(pin: string, inner: string) {
+    this.#maybeFail(`createBarrier ${pin}`);
+    if (!this.maps.has(inner)) throw new PasslbError("bpf_failed", `no map pinned at ${inner}`);
+    if (this.maps.has(pin)) throw new PasslbError("bpf_failed", `${pin}: File exists`);
+    this.maps.set(pin, new Map());
+  }
 }

@@ -58,6 +58,11 @@ export interface BackendSelection {
   readonly table: MaglevTable;
   /** zone → table of that zone's healthy members (zonal affinity only) */
   readonly zoneTables: ReadonlyMap<string, MaglevTable>;
+  /** a name that stays the same across passes while the members, the address families
+   * and the check do, whatever health says (set by lb-forwardings.ts, which shares one
+   * selection per such name): the XDP maps keep one ring id per name, so a health flip
+   * swaps that ring and rewrites no VIP (lb-host/xdp/xdp-maps.ts) */
+  readonly group?: string;
 }
 
 export interface ListenerForwarding extends BackendSelection {

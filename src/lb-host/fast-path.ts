@@ -48,6 +48,7 @@ export class FastPath {
         ? `xdp: adopted the pinned program and maps${r.replaced ? "; the program changed and was replaced atomically" : ""}`
         : "xdp: program loaded, maps pinned",
     );
+    for (const note of r.notes ?? []) this.#hooks.log(`xdp: ${note}`);
     if (this.#driftMs > 0) this.#every(this.#driftMs, () => this.#check());
     if (this.#countersMs > 0) this.#every(this.#countersMs, () => this.#readCounters());
   }

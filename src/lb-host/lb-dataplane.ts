@@ -43,6 +43,8 @@ export interface StartReport {
   readonly adopted: boolean;
   /** the loaded program differed from the one found (upgrade): replaced atomically */
   readonly replaced: boolean;
+  /** what could not be set up, and what the data plane does instead (logged) */
+  readonly notes?: readonly string[];
 }
 
 export interface ApplyReport {
@@ -54,6 +56,8 @@ export interface ApplyReport {
   readonly mode?: "full" | "incremental" | "noop";
   /** the size of what was sent (nftables: the script's bytes) */
   readonly bytes?: number;
+  /** where the time went, in milliseconds (XDP: render, plan, write) */
+  readonly phases?: Readonly<Record<string, number>>;
 }
 
 /** apply's failure when the wanted state cannot be rendered at all (a bug or a limit, such

@@ -122,7 +122,7 @@ export class LbForwardings {
       if (now) return now.selection;
       const signature = check ? healthSignature(plan, check, health) : "";
       const old = before?.get(key);
-      const selection = old && old.signature === signature ? old.selection : compute();
+      const selection = old && old.signature === signature ? old.selection : { ...compute(), group: key };
       selections.set(key, { signature, selection });
       return selection;
     };

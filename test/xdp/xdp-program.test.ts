@@ -68,13 +68,11 @@ test("XDP program: every branch with crafted packets", { timeout: 120_000 }, asy
     { name: "t/far", vips: [VIP], port: 87, nodes: [{ name: "node-9", v4: "198.51.100.99" }] },
   ];
   const forwarding = services.map((s) => forwardingOf(s, 7));
-  await p.dp.apply({
-    forwarding,
-    zones: [
-      { name: "za", clientCIDRs: ["203.0.113.0/29"] },
-      { name: "zb", clientCIDRs: [] },
-    ],
-  });
+  const zones = [
+    { name: "za", clientCIDRs: ["203.0.113.0/29"] },
+    { name: "zb", clientCIDRs: [] },
+  ];
+  await p.dp.apply({ forwarding, zones });
   const macOf = (name: string) => nodeMac(Number(name.slice(5)));
   const tcp = (o: Partial<Parameters<typeof frame>[0]> = {}) =>
     frame({ src: CLIENT, dst: VIP, proto: "tcp", sport: 40000, dport: 80, ...o });
@@ -244,6 +242,45 @@ test("XDP program: every branch with crafted packets", { timeout: 120_000 }, asy
   await t.test("a Service without nodes drops (as the nft chain does)", () => {
     assert.equal(p.run(tcp({ dport: 85 })).action, XDP.DROP);
   });
+
+  await t.test(
+    "a changed ring is swapped, and the batch ends with an RCU barrier the kernel accepts",
+    async () => {
+      const barrier = `${p.dp.pinDir}/maps/rcu_barrier`;
+      const shown = JSON.parse(p.bpftool(["-j", "map", "show", "pinned", barrier])) as { type: string };
+      assert.equal(shown.type, "array_of_maps");
+      // t/one moves from node-1 to node-2 and t/far from node-9 to node-8: t/far's old ring
+      // (no other Service's) is retired, and the barrier (an update of the array-of-maps:
+      // synchronize_rcu in the kernel) ends the batch
+      const moved = services.map((s) =>
+        s.name === "t/one"
+          ? { ...s, nodes: [nodes[1]!] }
+          : s.name === "t/far"
+            ? { ...s, nodes: [{ name: "node-8", v4: "198.51.100.98" }] }
+            : s,
+      );
+      await p.dp.apply({ forwarding: moved.map((s) => forwardingOf(s, 7)), zones });
+      const element = JSON.parse(p.bpftool(["-j", "map", "dump", "pinned", barrier])) as {
+        value: string[];
+      }[];
+      const config = JSON.parse(p.bpftool(["-j", "map", "show", "pinned", `${p.dp.pinDir}/maps/config`])) as {
+        id: number;
+      };
+      assert.equal(element.length, 1, "the barrier set its one element (an array-of-maps starts empty)");
+      assert.equal(
+        Buffer.from(element[0]!.value.map((h) => Number(h))).readUInt32LE(),
+        config.id,
+        "to the config map",
+      );
+      assert.equal(
+        readFrame(p.run(tcp({ dport: 81 })).out).dmac,
+        nodeMac(2),
+        "t/one now reaches node-2 (a SYN)",
+      );
+      await p.dp.apply({ forwarding, zones });
+      assert.equal(readFrame(p.run(tcp({ dport: 81 })).out).dmac, nodeMac(1), "and back");
+    },
+  );
 
   await t.test("handed to the stack: IP options, fragments, TTL 1, a node XDP cannot reach; redirect", () => {
     assert.equal(p.run(tcp({ options: true })).action, XDP.PASS);

@@ -44,9 +44,17 @@ import {
   type XdpConfig,
   type XdpMapName,
 } from "./xdp-layout.ts";
-import { emptyIndexes, pruneIndexes, type RingContent, renderXdpMaps, type XdpIndexes } from "./xdp-maps.ts";
+import {
+  emptyIndexes,
+  emptyRenderMemo,
+  pruneIndexes,
+  type RingContent,
+  renderXdpMaps,
+  type XdpIndexes,
+  type XdpRenderMemo,
+} from "./xdp-maps.ts";
 import type { NextHopResolver } from "./xdp-next-hops.ts";
-import { emptyApplied, planXdpUpdate, type XdpApplied } from "./xdp-plan.ts";
+import { emptyApplied, planXdpUpdate, type XdpApplied, type XdpBarrier } from "./xdp-plan.ts";
 import { RingPool } from "./xdp-rings.ts";
 
 export interface XdpDataplaneOptions {
@@ -80,7 +88,11 @@ export class XdpDataplane implements LbDataplane {
   readonly #indexes: XdpIndexes = emptyIndexes();
   readonly #pool: RingPool;
   readonly #memo = new WeakMap<MaglevTable, Map<Family, RingContent | undefined>>();
+  readonly #renderMemo: XdpRenderMemo = emptyRenderMemo();
   #applied: XdpApplied = emptyApplied();
+  /** the RCU barrier the batches end with when they retire a ring block (undefined: the
+   * ring pool's time grace instead) */
+  #barrier: XdpBarrier | undefined;
   #last: LbDesiredState | undefined;
   #serial: Promise<unknown> = Promise.resolve();
   /** node index → the name and counter reading when that name took it */
@@ -141,8 +153,26 @@ export class XdpDataplane implements LbDataplane {
       await bpf.rename(`${pinDir}/prog-new`, `${pinDir}/prog`);
     }
     if (reuse.size > 0) await this.#adopt();
+    const notes = await this.#ensureBarrier();
     await this.#attachAll();
-    return { adopted: reuse.size > 0, replaced };
+    return { adopted: reuse.size > 0, replaced, ...(notes.length > 0 && { notes }) };
+  }
+
+  /** the array-of-maps the batches' RCU barriers update (bpftool.ts MapOp), created once and
+   * pinned beside the maps; without one, a retired ring block waits out the pool's grace */
+  async #ensureBarrier(): Promise<string[]> {
+    const { bpf } = this.#o;
+    const barrier = { map: `${this.#o.pinDir}/maps/rcu_barrier`, inner: this.#pin("config") };
+    try {
+      if (!(await bpf.exists(barrier.map))) await bpf.createBarrier(barrier.map, barrier.inner);
+      this.#barrier = barrier;
+      return [];
+    } catch (e) {
+      this.#barrier = undefined;
+      return [
+        `no RCU barrier map (${(e as Error).message}): a retired ring block is reused after ${this.#pool.graceMs} ms`,
+      ];
+    }
   }
 
   /** indexes and the written state from the pinned maps (a restart keeps flows and counters) */
@@ -224,8 +254,19 @@ export class XdpDataplane implements LbDataplane {
       seed: this.#o.seed,
       indexes: this.#indexes,
       memo: this.#memo,
+      renderMemo: this.#renderMemo,
     });
-    const update = planXdpUpdate(this.#applied, desired, this.#config, this.#pool, started, this.#pin);
+    const rendered = this.#o.now();
+    const update = planXdpUpdate(
+      this.#applied,
+      desired,
+      this.#config,
+      this.#pool,
+      started,
+      this.#pin,
+      this.#barrier,
+    );
+    const planned = this.#o.now();
     try {
       await this.#o.bpf.batch(update.ops);
     } catch (e) {
@@ -235,8 +276,14 @@ export class XdpDataplane implements LbDataplane {
       throw e;
     }
     this.#applied = update.applied;
+    if (update.barrier) this.#pool.settle();
+    const written = this.#o.now();
     pruneIndexes(this.#indexes, desired);
-    return { ops: update.ops.length, ms: this.#o.now() - started };
+    return {
+      ops: update.ops.length,
+      ms: this.#o.now() - started,
+      phases: { render: rendered - started, plan: planned - rendered, write: written - planned },
+    };
   }
 
   check(): Promise<readonly string[]> {

@@ -20,9 +20,10 @@
  * Does not: allocate ring blocks (xdp-rings.ts), diff against the kernel (xdp-plan.ts), or
  * resolve next hops (xdp-next-hops.ts).
  */
-import type { ServiceForwarding } from "../../forwarding/forwarding-state.ts";
+import type { ListenerForwarding, ServiceForwarding } from "../../forwarding/forwarding-state.ts";
 import { type MaglevTable, maglevTable, NO_BACKEND } from "../../forwarding/maglev.ts";
 import { canonicalIp, parseCidr } from "../../net/ip.ts";
+import type { LoadBalancerPlan } from "../../plan/load-balancer-plan.ts";
 import {
   encodeLpmKey,
   encodeName,
@@ -84,9 +85,14 @@ export class IndexPool {
     return this.#low;
   }
 
+  /** how many names were released so far (an index named before a release may now name
+   * another) */
+  releases = 0;
+
   release(name: string): void {
     const i = this.byName.get(name);
     if (i === undefined) return;
+    this.releases++;
     this.byName.delete(name);
     this.#used.delete(i);
     if (i < this.#low) this.#low = i;
@@ -157,6 +163,8 @@ export interface XdpRenderInput {
   readonly indexes: XdpIndexes;
   /** ring contents remembered per table object (equal tables are shared across Services) */
   readonly memo?: WeakMap<MaglevTable, Map<Family, RingContent | undefined>>;
+  /** each Service's entries and the ring groups' keys from the last pass */
+  readonly renderMemo?: XdpRenderMemo;
 }
 
 const canonical = new Map<string, string | undefined>();
@@ -169,95 +177,270 @@ function canonicalVip(address: string): string | undefined {
   return c;
 }
 
-/** a plan's VIP keys per family and listener: a plan object is reused while it does not
- * change (lb-forwardings.ts), so are its keys */
-const planKeys = new WeakMap<object, Map<string, string[]>[]>();
-
 const FAMILIES: readonly { fam: Family; name: "IPv4" | "IPv6" }[] = [
   { fam: 4, name: "IPv4" },
   { fam: 6, name: "IPv6" },
 ];
 
+/** What one Service contributed to the maps last pass, kept while its plan object and the
+ * ring groups its listeners name stay the same (a health flip under eTP Cluster changes
+ * neither: the shared ring moves under its group, and no Service is rendered again). */
+interface ServiceEntries {
+  readonly name: string;
+  readonly service: number;
+  /** the listener pool's release count when it was rendered */
+  readonly releases: number;
+  /** the zones' CIDRs it was rendered with */
+  readonly zones: string;
+  readonly groups: readonly (string | undefined)[];
+  readonly vips: readonly XdpVip[];
+  readonly srcRanges: readonly (readonly [string, string])[];
+  readonly zoneRings: readonly (readonly [string, string])[];
+}
+
+/** The entry maps assembled from every Service's entries (kept whole while none changed). */
+interface EntryMaps {
+  readonly vips: ReadonlyMap<string, XdpVip>;
+  readonly srcRanges: ReadonlyMap<string, string>;
+  readonly zoneRings: ReadonlyMap<string, string>;
+  readonly liveServices: ReadonlySet<string>;
+}
+
+/** What the renderer keeps across passes (XdpDataplane holds one). */
+export interface XdpRenderMemo {
+  /** each Service's entries from the last pass, by plan object */
+  readonly services: WeakMap<LoadBalancerPlan, ServiceEntries>;
+  /** selection group → family (and zone) → the ring group's key string */
+  readonly groupKeys: Map<string, Map<number | string, string>>;
+  /** the last pass's Services' entries, in order, and the maps made of them */
+  last?: { readonly entries: readonly ServiceEntries[]; readonly maps: EntryMaps };
+}
+
+export const emptyRenderMemo = (): XdpRenderMemo => ({ services: new WeakMap(), groupKeys: new Map() });
+
 export function renderXdpMaps(input: XdpRenderInput): XdpDesired {
-  const { indexes } = input;
+  const pass = new RenderPass(input);
+  const memo = input.renderMemo;
+  const last = memo?.last;
+  const zones = JSON.stringify(input.zones);
+  const entries = input.forwarding.map((f) => pass.service(f, zones));
+  // a health flip under eTP Cluster keeps every Service's entries: the maps stay as they are
+  const same =
+    last !== undefined &&
+    last.entries.length === entries.length &&
+    last.entries.every((e, i) => e === entries[i]);
+  const maps = same ? last.maps : entryMaps(entries);
+  if (memo) memo.last = { entries, maps };
+  pass.prune();
+  return { ...maps, rings: pass.rings, ...nodeMaps(input, pass.live), liveNodes: new Set(pass.live.keys()) };
+}
+
+function entryMaps(entries: readonly ServiceEntries[]): EntryMaps {
   const vips = new Map<string, XdpVip>();
-  const rings = new Map<string, RingContent>();
   const srcRanges = new Map<string, string>();
   const zoneRings = new Map<string, string>();
-  const live = new Map<string, string>(); // "node/fam" → address
-  const seenMembers = new Set<unknown>();
-  const nodeIndex = (node: string, fam: Family, address: string): number => {
+  const liveServices = new Set<string>();
+  for (const e of entries) {
+    liveServices.add(e.name);
+    for (const v of e.vips) vips.set(v.key, v);
+    for (const [k, v] of e.srcRanges) srcRanges.set(k, v);
+    for (const [k, v] of e.zoneRings) zoneRings.set(k, v);
+  }
+  return { vips, srcRanges, zoneRings, liveServices };
+}
+
+/** One render: the rings and node addresses it met, the Services' entries (kept or new). */
+class RenderPass {
+  readonly rings = new Map<string, RingContent>();
+  /** "node/fam" → address */
+  readonly live = new Map<string, string>();
+  readonly #input: XdpRenderInput;
+  readonly #seenMembers = new Set<unknown>();
+  readonly #seenGroups = new Map<string, RingContent>();
+  /** a group's key string is kept across passes, so kept entries compare by identity */
+  readonly #groupKeys: Map<string, Map<number | string, string>>;
+
+  constructor(input: XdpRenderInput) {
+    this.#input = input;
+    this.#groupKeys = input.renderMemo?.groupKeys ?? new Map();
+  }
+
+  /** a Service's entries: last pass's while its plan, ring groups and indexes are the same */
+  service(f: ServiceForwarding, zones: string): ServiceEntries {
+    const { indexes, renderMemo } = this.#input;
+    const plan = f.plan;
+    const service = indexes.services.allocate(plan.service);
+    // Services on the same nodes share one members list (lb-forwardings.ts): walk each once
+    if (!this.#seenMembers.has(plan.members)) {
+      this.#seenMembers.add(plan.members);
+      for (const m of plan.members)
+        for (const { fam, name } of FAMILIES) {
+          const a = m.addresses[name];
+          if (a !== undefined) this.nodeIndex(m.node, fam, a);
+        }
+    }
+    const groups = serviceGroups(this.#input, f, this.ringOf);
+    const kept = renderMemo?.services.get(plan);
+    if (
+      kept &&
+      kept.zones === zones &&
+      sameGroups(kept.groups, groups) &&
+      sameIndexes(kept, service, indexes)
+    )
+      return kept;
+    const entries = serviceEntries(this.#input, f, service, groups, zones);
+    renderMemo?.services.set(plan, entries);
+    return entries;
+  }
+
+  readonly nodeIndex = (node: string, fam: Family, address: string): number => {
+    const { indexes } = this.#input;
     const name = `${node}/${fam}`;
-    live.set(name, address);
+    this.live.set(name, address);
     const known = indexes.nodes.get(name);
     if (known !== undefined) return known;
     const i = indexes.nodes.allocate(name);
     indexes.gens.set(i, ++indexes.lastGen);
     return i;
   };
-  for (const f of input.forwarding) {
-    const plan = f.plan;
-    const service = indexes.services.allocate(plan.service);
-    // Services on the same nodes share one members list (lb-forwardings.ts): walk each once
-    if (!seenMembers.has(plan.members)) {
-      seenMembers.add(plan.members);
-      for (const m of plan.members)
-        for (const { fam, name } of FAMILIES) {
-          const a = m.addresses[name];
-          if (a !== undefined) nodeIndex(m.node, fam, a);
-        }
+
+  /** a ring's group key (its content's key when the selection has no group), or undefined
+   * when no backend has an address of the family */
+  readonly ringOf = (
+    l: ListenerForwarding,
+    table: MaglevTable,
+    fam: Family,
+    zone: string,
+  ): string | undefined => {
+    const content = ringContent(this.#input, l.backends, table, fam, this.nodeIndex);
+    if (!content) return undefined;
+    if (l.group !== undefined) {
+      let keys = this.#groupKeys.get(l.group);
+      if (!keys) {
+        keys = new Map();
+        this.#groupKeys.set(l.group, keys);
+      }
+      const slot = zone === "" ? fam : `${fam}|${zone}`;
+      let key = keys.get(slot);
+      if (key === undefined) {
+        key = `${l.group}|${slot}`;
+        keys.set(slot, key);
+      }
+      const first = this.#seenGroups.get(key);
+      if (!first) {
+        this.#seenGroups.set(key, content);
+        this.rings.set(key, content);
+        return key;
+      }
+      // a Service that kept an older forwarding (lb-forwardings.ts) may hold the group's
+      // earlier table: it gets its own ring, by content
+      if (first === content || first.key === content.key) return key;
     }
-    const known = planKeys.get(plan) ?? [new Map(), new Map()];
-    planKeys.set(plan, known);
-    for (const { fam, name } of FAMILIES) {
-      const addresses = plan.vips.filter((v) => v.family === name).map((v) => canonicalVip(v.address));
-      if (addresses.length === 0) continue;
-      const keysOf = known[fam === 4 ? 0 : 1]!;
-      for (const l of f.listeners) {
-        const proto = l.protocol === "TCP" ? PROTO.TCP : l.protocol === "UDP" ? PROTO.UDP : undefined;
-        if (proto === undefined) continue;
-        const ringOf = (t: MaglevTable) => ringContent(input, l.backends, t, fam, nodeIndex);
-        const global = ringOf(l.table);
-        if (global) rings.set(global.key, global);
-        let flags = 0;
-        if (plan.sourceRanges.length > 0) flags |= VIP_FLAGS.sourceRanges;
-        if (plan.sessionAffinity.type === "ClientIP") flags |= VIP_FLAGS.clientIp;
-        const zoneEntries: [string, string][] = [];
-        if (global)
-          for (const [zone, table] of l.zoneTables) {
-            const content = ringOf(table);
-            const cidrs = input.zones.find((z) => z.name === zone)?.clientCIDRs ?? [];
-            if (!content || cidrs.length === 0) continue;
-            rings.set(content.key, content);
-            for (const c of cidrs) zoneEntries.push([c, content.key]);
-          }
-        if (zoneEntries.length > 0) flags |= VIP_FLAGS.zones;
-        let keys = keysOf.get(l.listener);
-        if (!keys) {
-          keys = addresses.flatMap((address) =>
-            address === undefined ? [] : [encodeVipKey({ family: fam, proto, port: l.port, address })],
-          );
-          keysOf.set(l.listener, keys);
-        }
-        for (const key of keys) {
-          const listener = indexes.listeners.allocate(key);
-          vips.set(key, { key, listener, service, ring: global?.key, flags });
-          if (flags & VIP_FLAGS.sourceRanges) addRanges(srcRanges, listener, plan.sourceRanges, fam, "01");
-          for (const [cidr, ring] of zoneEntries) addRanges(zoneRings, listener, [cidr], fam, ring);
-        }
+    this.rings.set(content.key, content);
+    return content.key;
+  };
+
+  /** forget the keys of groups no Service names any more */
+  prune(): void {
+    if (this.#groupKeys.size > 2 * this.#seenGroups.size + 64) this.#groupKeys.clear();
+  }
+}
+
+/** The ring group of every (family, listener, zone) a Service's entries name, in the order
+ * serviceEntries reads them (undefined: none in that family; zones: "zone=group"). */
+function serviceGroups(
+  input: XdpRenderInput,
+  f: ServiceForwarding,
+  ringOf: (l: ListenerForwarding, table: MaglevTable, fam: Family, zone: string) => string | undefined,
+): (string | undefined)[] {
+  const out: (string | undefined)[] = [];
+  for (const { fam, name } of FAMILIES) {
+    if (!f.plan.vips.some((v) => v.family === name)) continue;
+    for (const l of f.listeners) {
+      if (l.protocol === "SCTP") continue;
+      const global = ringOf(l, l.table, fam, "");
+      out.push(global);
+      if (global === undefined) continue;
+      for (const [zone, table] of l.zoneTables) {
+        const cidrs = input.zones.find((z) => z.name === zone)?.clientCIDRs ?? [];
+        if (cidrs.length === 0) continue;
+        const ring = ringOf(l, table, fam, zone);
+        if (ring !== undefined) out.push(`${zone}=${ring}`);
+      }
+      out.push(""); // the listener's end: zones present cannot shift into the next one
+    }
+  }
+  return out;
+}
+
+/** the indexes kept entries name are still theirs (a Service that left and came back with
+ * the same plan object got new ones) */
+function sameIndexes(kept: ServiceEntries, service: number, indexes: XdpIndexes): boolean {
+  if (kept.service !== service) return false;
+  if (kept.releases === indexes.listeners.releases) return true;
+  return kept.vips.every((v) => indexes.listeners.get(v.key) === v.listener);
+}
+
+function sameGroups(a: readonly (string | undefined)[], b: readonly (string | undefined)[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** One Service's vips, source-range and zone-ring entries, naming the rings `groups` lists. */
+function serviceEntries(
+  input: XdpRenderInput,
+  f: ServiceForwarding,
+  service: number,
+  groups: readonly (string | undefined)[],
+  zones: string,
+): ServiceEntries {
+  const { indexes } = input;
+  const plan = f.plan;
+  const vips: XdpVip[] = [];
+  const src = new Map<string, string>();
+  const zoneRings = new Map<string, string>();
+  let at = 0;
+  for (const { fam, name } of FAMILIES) {
+    const addresses = plan.vips.filter((v) => v.family === name).map((v) => canonicalVip(v.address));
+    if (addresses.length === 0) continue;
+    for (const l of f.listeners) {
+      if (l.protocol === "SCTP") continue;
+      const proto = l.protocol === "TCP" ? PROTO.TCP : PROTO.UDP;
+      const global = groups[at++];
+      const zoneEntries: [string, string][] = [];
+      for (let g = global === undefined ? "" : groups[at++]; g !== ""; g = groups[at++]) {
+        const [zone, ring] = splitOnce(g!, "=");
+        for (const c of input.zones.find((z) => z.name === zone)?.clientCIDRs ?? [])
+          zoneEntries.push([c, ring]);
+      }
+      let flags = 0;
+      if (plan.sourceRanges.length > 0) flags |= VIP_FLAGS.sourceRanges;
+      if (plan.sessionAffinity.type === "ClientIP") flags |= VIP_FLAGS.clientIp;
+      if (zoneEntries.length > 0) flags |= VIP_FLAGS.zones;
+      for (const address of addresses) {
+        if (address === undefined) continue;
+        const key = encodeVipKey({ family: fam, proto, port: l.port, address });
+        const listener = indexes.listeners.allocate(key);
+        vips.push({ key, listener, service, ring: global, flags });
+        if (flags & VIP_FLAGS.sourceRanges) addRanges(src, listener, plan.sourceRanges, fam, "01");
+        for (const [cidr, ring] of zoneEntries) addRanges(zoneRings, listener, [cidr], fam, ring);
       }
     }
   }
-  const liveServices = new Set(input.forwarding.map((f) => f.plan.service));
   return {
+    name: plan.service,
+    service,
+    releases: indexes.listeners.releases,
+    zones,
+    groups,
     vips,
-    rings,
-    srcRanges,
-    zoneRings,
-    ...nodeMaps(input, live),
-    liveNodes: new Set(live.keys()),
-    liveServices,
+    srcRanges: [...src],
+    zoneRings: [...zoneRings],
   };
+}
+
+function splitOnce(text: string, sep: string): [string, string] {
+  const i = text.indexOf(sep);
+  return [text.slice(0, i), text.slice(i + 1)];
 }
 
 function nodeMaps(input: XdpRenderInput, live: ReadonlyMap<string, string>) {
@@ -267,19 +450,9 @@ function nodeMaps(input: XdpRenderInput, live: ReadonlyMap<string, string>) {
   for (const [name, index] of input.indexes.nodes.byName) {
     const gen = input.indexes.gens.get(index) ?? 1;
     const address = live.get(name);
-    const hop = address === undefined ? undefined : input.nextHops.get(canonicalIp(address) ?? address);
+    const hop = address === undefined ? undefined : input.nextHops.get(canonicalVip(address) ?? address);
     const flags = (address !== undefined ? NODE_FLAGS.live : 0) | (hop?.xdp ? NODE_FLAGS.xdp : 0);
-    nodes.set(
-      encodeU32(index),
-      encodeNode({
-        ifindex: hop?.ifindex ?? 0,
-        flags,
-        gen,
-        mtu: hop?.mtu ?? 0,
-        dmac: hop?.dmac ?? "00:00:00:00:00:00",
-        smac: hop?.smac ?? "00:00:00:00:00:00",
-      }),
-    );
+    nodes.set(encodeU32(index), nodeValue(flags, gen, hop));
     nodeNames.set(encodeU32(index), encodeName(name));
     if (hop?.xdp) txPorts.set(encodeU32(hop.ifindex), encodeU32(hop.ifindex));
   }
@@ -287,6 +460,26 @@ function nodeMaps(input: XdpRenderInput, live: ReadonlyMap<string, string>) {
   for (const [service, index] of input.indexes.services.byName)
     svcNames.set(encodeU32(index), encodeName(service));
   return { nodes, nodeNames, svcNames, txPorts };
+}
+
+const nodeValues = new Map<string, string>();
+/** a `nodes` value, memoised: the same nodes are encoded again on every pass */
+function nodeValue(flags: number, gen: number, hop: NextHop | undefined): string {
+  const id = `${flags} ${gen} ${hop?.ifindex} ${hop?.mtu} ${hop?.dmac} ${hop?.smac}`;
+  let value = nodeValues.get(id);
+  if (value === undefined) {
+    if (nodeValues.size > 1 << 16) nodeValues.clear();
+    value = encodeNode({
+      ifindex: hop?.ifindex ?? 0,
+      flags,
+      gen,
+      mtu: hop?.mtu ?? 0,
+      dmac: hop?.dmac ?? "00:00:00:00:00:00",
+      smac: hop?.smac ?? "00:00:00:00:00:00",
+    });
+    nodeValues.set(id, value);
+  }
+  return value;
 }
 
 function addRanges(

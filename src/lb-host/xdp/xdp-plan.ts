@@ -9,11 +9,14 @@
  *   new source ranges and zone rings       (before the VIP that needs them)
  *   vips entries                           (the one write that switches a listener)
  *   removed vips, then what only they used
- * A ring id keeps its content while entries still want it (those that left are rewritten
- * to other ids), and is swapped to new content when every VIP and zone entry that named it
- * now wants that content (a node's health flipping moves a shared ring as a whole): then the
- * swap is one `ring_ids` write however many VIPs share it. Otherwise the content gets an id
- * no entry names yet, and the entries that want it are rewritten.
+ *   an RCU barrier, when a ring block was retired (xdp-rings.ts)
+ * Entries name a ring group (xdp-maps.ts: the Services behind one backend selection, whose
+ * content a health flip changes), and each group keeps its ring id across passes: a group's
+ * new content goes into another block and its one `ring_ids` write swaps it for every VIP
+ * sharing it — no VIP entry is looked at. A group without an id (a new one, or every group
+ * after a restart or a drift, when the ids' groups are unknown) takes over an id when
+ * every VIP and zone entry that named it now wants that group, else a fresh one, and the
+ * entries that want it are rewritten. Groups of equal content share one block.
  * Node entries are never deleted (an array): a node that left is written with no flags, so
  * its flows miss and take the current choice.
  *
@@ -29,14 +32,20 @@ import {
   type XdpConfig,
   type XdpMapName,
 } from "./xdp-layout.ts";
-import type { XdpDesired } from "./xdp-maps.ts";
+import type { XdpDesired, XdpVip } from "./xdp-maps.ts";
 import type { RingPool } from "./xdp-rings.ts";
 
 /** What the kernel holds, as last written: map → key hex → value hex. */
 export interface XdpApplied {
   readonly maps: ReadonlyMap<XdpMapName, ReadonlyMap<string, string>>;
-  /** ring id → the content its block holds (unknown after a restart or a drift) */
+  /** ring id → the ring group it holds (xdp-maps.ts; unknown after a restart or a drift) */
   readonly ringIds: ReadonlyMap<number, string>;
+  /** the rendered entry maps the vips, src_ranges and zone_rings contents were made from */
+  readonly from?: {
+    readonly vips: XdpDesired["vips"];
+    readonly srcRanges: XdpDesired["srcRanges"];
+    readonly zoneRings: XdpDesired["zoneRings"];
+  };
 }
 
 export const emptyApplied = (): XdpApplied => ({ maps: new Map(), ringIds: new Map() });
@@ -46,6 +55,15 @@ export interface XdpUpdate {
   readonly applied: XdpApplied;
   /** ring slots written */
   readonly ringSlots: number;
+  /** the ops end with an RCU barrier: once they ran, the blocks retired are free
+   * (RingPool.settle) */
+  readonly barrier: boolean;
+}
+
+/** the array-of-maps the barrier op updates, and the map it sets as its element */
+export interface XdpBarrier {
+  readonly map: string;
+  readonly inner: string;
 }
 
 const KEYED: readonly XdpMapName[] = ["node_names", "svc_names", "nodes", "tx_ports"];
@@ -58,6 +76,7 @@ export function planXdpUpdate(
   pool: RingPool,
   now: number,
   pin: (map: XdpMapName) => string,
+  barrier?: XdpBarrier,
 ): XdpUpdate {
   const ops: MapOp[] = [];
   const next = new Map<XdpMapName, ReadonlyMap<string, string>>();
@@ -82,9 +101,9 @@ export function planXdpUpdate(
   const ids = assignRingIds(applied, desired);
   let ringSlots = 0;
   const refs = new Map<number, string>();
-  for (const [id, key] of ids.byId) {
-    const ring = desired.rings.get(key)!;
-    const placed = pool.place(key, ring.slots, now);
+  for (const [id, group] of ids.byId) {
+    const ring = desired.rings.get(group)!;
+    const placed = pool.place(ring.key, ring.slots, now, group);
     for (const k of placed.writes)
       ops.push({
         op: "update",
@@ -100,29 +119,28 @@ export function planXdpUpdate(
     ringIds.set(encodeU32(id), value);
     put("ring_ids", encodeU32(id), value);
   }
-  const idOf = (key: string | undefined) => (key === undefined ? 0 : ids.byContent.get(key)!);
-  const src = desired.srcRanges;
-  const zones = new Map([...desired.zoneRings].map(([k, ring]) => [k, encodeU32(idOf(ring))]));
-  for (const [k, v] of src) put("src_ranges", k, v);
-  for (const [k, v] of zones) put("zone_rings", k, v);
-  const vips = new Map<string, string>();
-  for (const [k, v] of desired.vips) {
-    const value = encodeVipValue({
-      listener: v.listener,
-      service: v.service,
-      ringId: idOf(v.ring),
-      flags: v.flags,
-    });
-    vips.set(k, value);
-    put("vips", k, value);
-  }
+  // the entries, unless they are the very ones last written and every group kept its id
+  // (a health flip under eTP Cluster): then not one of the VIPs is looked at
+  const same =
+    applied.from?.vips === desired.vips &&
+    applied.from.srcRanges === desired.srcRanges &&
+    applied.from.zoneRings === desired.zoneRings &&
+    sameIds(ids.byId, applied.ringIds);
+  const { src, zones, vips } = same
+    ? { src: old("src_ranges"), zones: old("zone_rings"), vips: old("vips") }
+    : entryValues(desired, ids.byGroup);
   // removals: the VIPs first, then what only they used
   const drop = (m: XdpMapName, keep: ReadonlyMap<string, string>) => {
     for (const k of old(m).keys()) if (!keep.has(k)) ops.push({ op: "delete", map: pin(m), key: k });
   };
-  drop("vips", vips);
-  drop("src_ranges", src);
-  drop("zone_rings", zones);
+  if (!same) {
+    for (const [k, v] of src) put("src_ranges", k, v);
+    for (const [k, v] of zones) put("zone_rings", k, v);
+    for (const [k, v] of vips) put("vips", k, v);
+    drop("vips", vips);
+    drop("src_ranges", src);
+    drop("zone_rings", zones);
+  }
   drop("ring_ids", ringIds);
   drop("tx_ports", desired.txPorts);
   drop("svc_names", desired.svcNames);
@@ -130,21 +148,99 @@ export function planXdpUpdate(
   // array elements cannot be deleted: a node that left is written back to zero
   for (const k of old("nodes").keys())
     if (!desired.nodes.has(k)) ops.push({ op: "update", map: pin("nodes"), key: k, value: ZERO_NODE });
-  for (const key of [...pool.keys()]) if (!desired.rings.has(key)) pool.retire(key, now);
+  const contents = new Set<string>();
+  for (const ring of desired.rings.values()) contents.add(ring.key);
+  let retired = false;
+  for (const key of [...pool.keys()]) if (!contents.has(key) && pool.retire(key, now)) retired = true;
+  // nothing points at the retired blocks after the ops above: one barrier, and they are free
+  if (retired && barrier) ops.push({ op: "barrier", map: barrier.map, inner: barrier.inner });
   next.set("vips", vips);
   next.set("src_ranges", src);
   next.set("zone_rings", zones);
   next.set("ring_ids", ringIds);
-  return { ops, applied: { maps: next, ringIds: ids.byId }, ringSlots };
+  return {
+    ops,
+    applied: {
+      maps: next,
+      ringIds: ids.byId,
+      from: { vips: desired.vips, srcRanges: desired.srcRanges, zoneRings: desired.zoneRings },
+    },
+    ringSlots,
+    barrier: retired && barrier !== undefined,
+  };
 }
 
-/** Each wanted ring content → a ring id (see the head comment). */
+/** the encoded values of the vips, src_ranges and zone_rings entries */
+function entryValues(desired: XdpDesired, byGroup: ReadonlyMap<string, number>) {
+  const idOf = (group: string | undefined) => (group === undefined ? 0 : byGroup.get(group)!);
+  const zones = new Map<string, string>();
+  for (const [k, ring] of desired.zoneRings) zones.set(k, encodeU32(idOf(ring)));
+  const vips = new Map<string, string>();
+  for (const [k, v] of desired.vips) vips.set(k, vipValue(v, idOf(v.ring)));
+  return { src: desired.srcRanges, zones, vips };
+}
+
+function sameIds(a: ReadonlyMap<number, string>, b: ReadonlyMap<number, string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, group] of a) if (b.get(id) !== group) return false;
+  return true;
+}
+
+/** encoded vips values, per entry object and ring id (entries are kept across passes) */
+const vipValues = new WeakMap<XdpVip, { ringId: number; value: string }>();
+
+function vipValue(v: XdpVip, ringId: number): string {
+  const known = vipValues.get(v);
+  if (known?.ringId === ringId) return known.value;
+  const value = encodeVipValue({ listener: v.listener, service: v.service, ringId, flags: v.flags });
+  vipValues.set(v, { ringId, value });
+  return value;
+}
+
+/** Each wanted ring group → a ring id (see the head comment). */
 function assignRingIds(
   applied: XdpApplied,
   desired: XdpDesired,
-): { byId: Map<number, string>; byContent: Map<string, number> } {
-  // old id → the contents its entries (vips and zone_rings) want now (undefined: the entry
-  // is gone or has no ring), and content → the old ids of entries that want it
+): { byId: Map<number, string>; byGroup: Map<string, number> } {
+  const byId = new Map<number, string>();
+  const byGroup = new Map<string, number>();
+  // an id already holding a group keeps it: a health flip changes the group's content, and
+  // its id is swapped to the new block (entries that left the group are rewritten)
+  for (const [id, group] of applied.ringIds)
+    if (desired.rings.has(group) && !byGroup.has(group)) {
+      byId.set(id, group);
+      byGroup.set(group, id);
+    }
+  const missing = [...desired.rings.keys()].filter((g) => !byGroup.has(g));
+  if (missing.length === 0) return { byId, byGroup };
+  // the rest (after a restart or a drift the ids' groups are unknown): an id is taken over
+  // by a group when every entry naming it wants that group; otherwise a fresh id
+  const { wantedOf, candidates } = entriesByRingId(applied, desired);
+  const existing = new Set<number>(wantedOf.keys());
+  for (const k of applied.maps.get("ring_ids")?.keys() ?? []) existing.add(hexU32(k, 0));
+  for (const id of applied.ringIds.keys()) existing.add(id);
+  let fresh = 1;
+  for (const group of missing) {
+    const free = (c: number) => !byId.has(c);
+    const list = candidates.get(group) ?? [];
+    let id = list.find((c) => free(c) && [...wantedOf.get(c)!].every((w) => w === undefined || w === group));
+    if (id === undefined) {
+      while (existing.has(fresh) || byId.has(fresh)) fresh++;
+      if (fresh >= XDP_LIMITS.ringIds)
+        throw new RangeError(
+          `more than ${XDP_LIMITS.ringIds - 1} XDP ring ids in use (distinct Maglev tables)`,
+        );
+      id = fresh;
+    }
+    byId.set(id, group);
+    byGroup.set(group, id);
+  }
+  return { byId, byGroup };
+}
+
+/** old ring id → the groups its entries (vips and zone_rings) want now (undefined: the
+ * entry is gone or has no ring), and group → the old ids of entries that want it */
+function entriesByRingId(applied: XdpApplied, desired: XdpDesired) {
   const wantedOf = new Map<number, Set<string | undefined>>();
   const candidates = new Map<string, number[]>();
   const visit = (id: number, want: string | undefined) => {
@@ -159,31 +255,7 @@ function assignRingIds(
   };
   for (const [k, v] of applied.maps.get("vips") ?? []) visit(hexU32(v, 8), desired.vips.get(k)?.ring);
   for (const [k, v] of applied.maps.get("zone_rings") ?? []) visit(hexU32(v, 0), desired.zoneRings.get(k));
-  const byId = new Map<number, string>();
-  const byContent = new Map<string, number>();
-  const existing = new Set<number>(wantedOf.keys());
-  for (const k of applied.maps.get("ring_ids")?.keys() ?? []) existing.add(hexU32(k, 0));
-  let fresh = 1;
-  for (const key of desired.rings.keys()) {
-    // an id already holding this content keeps it (entries that left it are rewritten);
-    // an id is swapped to it only when every entry naming the id wants it
-    const free = (c: number) => !byId.has(c);
-    const list = candidates.get(key) ?? [];
-    let id =
-      list.find((c) => free(c) && applied.ringIds.get(c) === key) ??
-      list.find((c) => free(c) && [...wantedOf.get(c)!].every((w) => w === undefined || w === key));
-    if (id === undefined) {
-      while (existing.has(fresh) || byId.has(fresh)) fresh++;
-      if (fresh >= XDP_LIMITS.ringIds)
-        throw new RangeError(
-          `more than ${XDP_LIMITS.ringIds - 1} XDP ring ids in use (distinct Maglev tables)`,
-        );
-      id = fresh;
-    }
-    byId.set(id, key);
-    byContent.set(key, id);
-  }
-  return { byId, byContent };
+  return { wantedOf, candidates };
 }
 
 /** a little-endian u32 at byte `at` of a "aa bb cc …" hex value */

@@ -3,15 +3,21 @@
  * largest table size, one per distinct ring content. A changed table is written to a block
  * no packet reads, and only then does its `ring_ids` entry (one hash-element replacement,
  * atomic: Documentation/bpf/map_hash.rst) point at it, so a packet sees the old ring or the
- * new one, never a mix. The old block is reused only after a grace period: a packet that
- * read the old `ring_ids` value may still be indexing its ring (the program runs under RCU,
- * drivers/net/veth.c; the grace is seconds for a read that takes nanoseconds).
+ * new one, never a mix. The old block is written again only once no packet can still be
+ * reading it: a packet that read the old `ring_ids` value may still be indexing its ring
+ * (the program runs under RCU, drivers/net/veth.c). The batch that retires a block ends with
+ * an RCU barrier (xdp-plan.ts: an update of a map-in-map element, which the kernel returns
+ * from only after every running BPF program has finished — `maybe_wait_bpf_programs`,
+ * kernel/bpf/syscall.c), after which `settle` frees it; where no barrier is available a
+ * retired block is free after `graceMs` (seconds, for a read that takes nanoseconds).
  *
  * The pool remembers what each block holds, so
- *   - content asked for again while its old block is in its grace (a node's health flipping
- *     back) gets that block back, with nothing to write: it was never overwritten;
+ *   - content asked for again while its old block is retired or free (a node's health
+ *     flipping back) gets that block back, with nothing to write;
  *   - content written into a free block whose old content is known writes only the slots
- *     that differ (a Maglev change moves a few slots: docs/maglev.md).
+ *     that differ (a Maglev change moves a few slots: docs/maglev.md), and a ring's next
+ *     version goes into a block its lineage (the ring group, xdp-maps.ts) held before, so
+ *     back-to-back health flips of one shared ring write a few slots each, not the ring.
  *
  * Pure: time arrives as `now` (milliseconds).
  */
@@ -29,9 +35,15 @@ export class RingPool {
   readonly graceMs: number;
   readonly #inUse = new Map<string, number>();
   readonly #retired = new Map<number, { key: string; since: number }>();
-  readonly #free: number[] = [];
+  /** free blocks, in the order they were freed (a Set keeps insertion order) */
+  readonly #free = new Set<number>();
   /** block → the slots it holds, where known */
   readonly #content = new Map<number, Uint32Array>();
+  /** block → the content key and lineage it last held (free blocks are found by them) */
+  readonly #held = new Map<number, { key: string; lineage: string | undefined }>();
+  /** content key / lineage → the free block that last held it (checked against #held) */
+  readonly #freeByKey = new Map<string, number>();
+  readonly #freeByLineage = new Map<string, number>();
 
   constructor(totalSlots: number, blockSize: number, graceMs = 2000) {
     if (!(blockSize >= 1 && blockSize <= totalSlots))
@@ -39,7 +51,7 @@ export class RingPool {
     this.blockSize = blockSize;
     this.blocks = Math.floor(totalSlots / blockSize);
     this.graceMs = graceMs;
-    for (let b = this.blocks - 1; b >= 0; b--) this.#free.push(b);
+    for (let b = 0; b < this.blocks; b++) this.#free.add(b);
   }
 
   /** The block holding this content, if any. */
@@ -49,40 +61,51 @@ export class RingPool {
   }
 
   /** A block holding `slots` once `writes` are done; throws when every block is in use or
-   * in its grace period. */
-  place(key: string, slots: Uint32Array, now: number): RingPlacement {
+   * retired. `lineage` names the ring this content is a version of. */
+  place(key: string, slots: Uint32Array, now: number, lineage?: string): RingPlacement {
     const used = this.#inUse.get(key);
-    if (used !== undefined) return this.#fill(used, slots);
+    if (used !== undefined) return this.#fill(used, key, slots, lineage);
     for (const [block, r] of this.#retired)
       if (r.key === key && this.#content.get(block) !== undefined) {
         this.#retired.delete(block);
-        this.#inUse.set(key, block);
-        return this.#fill(block, slots);
+        return this.#take(block, key, slots, lineage);
       }
     this.#reclaim(now);
-    const block = this.#free.pop();
+    const block =
+      this.#freeHolding(this.#freeByKey.get(key), (h) => h.key === key) ??
+      (lineage === undefined
+        ? undefined
+        : this.#freeHolding(this.#freeByLineage.get(lineage), (h) => h.lineage === lineage)) ??
+      this.#free.values().next().value;
     if (block === undefined)
       throw new RangeError(
         `all ${this.blocks} XDP ring blocks of ${this.blockSize} slots are in use (distinct Maglev tables); lower --max-table-size`,
       );
-    this.#inUse.set(key, block);
-    return this.#fill(block, slots);
+    this.#free.delete(block);
+    return this.#take(block, key, slots, lineage);
   }
 
-  /** Content nothing points at any more: its block is free after the grace. */
-  retire(key: string, now: number): void {
+  /** Content nothing points at any more: its block is free after the next barrier
+   * (`settle`) or the grace. */
+  retire(key: string, now: number): boolean {
     const block = this.#inUse.get(key);
-    if (block === undefined) return;
+    if (block === undefined) return false;
     this.#inUse.delete(key);
     this.#retired.set(block, { key, since: now });
+    return true;
+  }
+
+  /** An RCU barrier came after every retirement so far: their blocks are free now. */
+  settle(): void {
+    for (const block of this.#retired.keys()) this.#release(block);
+    this.#retired.clear();
   }
 
   /** A block the kernel's entries point at, content unknown (adopted at start): kept out of
    * use until retired with the key returned. */
   reserve(block: number): string {
     const key = `adopted:${block}`;
-    const at = this.#free.indexOf(block);
-    if (at !== -1) this.#free.splice(at, 1);
+    this.#free.delete(block);
     this.#inUse.set(key, block);
     this.#content.delete(block);
     return key;
@@ -92,6 +115,8 @@ export class RingPool {
    * the next placement of each content writes it whole. */
   distrust(): void {
     this.#content.clear();
+    this.#freeByKey.clear();
+    this.#freeByLineage.clear();
   }
 
   /** What a block should hold, where known (the drift check compares it). */
@@ -107,19 +132,43 @@ export class RingPool {
     return this.#inUse.size;
   }
 
-  #fill(block: number, slots: Uint32Array): RingPlacement {
+  #take(block: number, key: string, slots: Uint32Array, lineage: string | undefined): RingPlacement {
+    this.#inUse.set(key, block);
+    return this.#fill(block, key, slots, lineage);
+  }
+
+  #fill(block: number, key: string, slots: Uint32Array, lineage: string | undefined): RingPlacement {
     const old = this.#content.get(block);
     const writes: number[] = [];
     for (let k = 0; k < slots.length; k++) if (old === undefined || old[k] !== slots[k]) writes.push(k);
     // the block's tail past a shorter ring is never read (ring_size bounds the slot)
     this.#content.set(block, old !== undefined && old.length > slots.length ? merge(old, slots) : slots);
+    this.#held.set(block, { key, lineage: lineage ?? this.#held.get(block)?.lineage });
     return { block, base: block * this.blockSize, writes };
+  }
+
+  /** a free block whose known content still matches `holds` */
+  #freeHolding(
+    block: number | undefined,
+    holds: (h: { key: string; lineage: string | undefined }) => boolean,
+  ): number | undefined {
+    if (block === undefined || !this.#free.has(block) || !this.#content.has(block)) return undefined;
+    const h = this.#held.get(block);
+    return h && holds(h) ? block : undefined;
+  }
+
+  #release(block: number): void {
+    this.#free.add(block);
+    const h = this.#held.get(block);
+    if (!h || !this.#content.has(block)) return;
+    this.#freeByKey.set(h.key, block);
+    if (h.lineage !== undefined) this.#freeByLineage.set(h.lineage, block);
   }
 
   #reclaim(now: number): void {
     for (const [block, r] of this.#retired)
       if (now - r.since >= this.graceMs) {
-        this.#free.push(block);
+        this.#release(block);
         this.#retired.delete(block);
       }
   }
