@@ -134,18 +134,48 @@ export function parseBatchLookups(json: string): MapEntry[] {
   );
 }
 
+/** One op as bpftool's arguments (a batch file line is the same words: bpftool splits
+ * lines on blanks, so pins cannot contain them either way). */
+export function opArgs(o: MapOp): string[] {
+  const hex = (h: string) => ["hex", ...h.split(" ")];
+  if (o.op === "update")
+    return ["map", "update", "pinned", o.map, "key", ...hex(o.key), "value", ...hex(o.value)];
+  if (o.op === "barrier")
+    return ["map", "update", "pinned", o.map, "key", ...hex("00 00 00 00"), "value", "pinned", o.inner];
+  return ["map", "delete", "pinned", o.map, "key", ...hex(o.key)];
+}
+
 /** The batch file text of some ops. */
 export function batchText(ops: readonly MapOp[]): string {
   return ops
-    .map((o) =>
-      o.op === "update"
-        ? `map update pinned ${o.map} key hex ${o.key} value hex ${o.value}`
-        : o.op === "barrier"
-          ? `map update pinned ${o.map} key hex 00 00 00 00 value pinned ${o.inner}`
-          : `map delete pinned ${o.map} key hex ${o.key}`,
-    )
+    .map((o) => opArgs(o).join(" "))
     .join("\n")
     .concat("\n");
+}
+
+/** Runs ops through bpftool: one op as its own command, spawned at once (no batch file to
+ * write first — a barrier run after a commit proceeds while the caller computes); more as
+ * batch files of `chunk` lines. */
+async function runBatch(
+  ops: readonly MapOp[],
+  chunk: number,
+  bpftool: (what: string, args: readonly string[]) => Promise<string>,
+): Promise<void> {
+  if (ops.length === 0) return;
+  if (ops.length === 1) {
+    await bpftool(`bpftool map ${ops[0]!.op}`, opArgs(ops[0]!));
+    return;
+  }
+  const dir = await mkdtemp(join(tmpdir(), "passlb-bpf-"));
+  try {
+    for (let i = 0; i < ops.length; i += chunk) {
+      const file = join(dir, "batch");
+      await writeFile(file, batchText(ops.slice(i, i + chunk)));
+      await bpftool("bpftool batch", ["batch", "file", file]);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** the barrier map (BpfTool.createBarrier): one element, a map id */
@@ -182,19 +212,7 @@ export function createBpfTool(options: BpfToolOptions = {}): BpfTool {
       const p = JSON.parse(r.stdout) as { id: number; tag: string };
       return { id: p.id, tag: p.tag };
     },
-    async batch(ops) {
-      if (ops.length === 0) return;
-      const dir = await mkdtemp(join(tmpdir(), "passlb-bpf-"));
-      try {
-        for (let i = 0; i < ops.length; i += chunk) {
-          const file = join(dir, "batch");
-          await writeFile(file, batchText(ops.slice(i, i + chunk)));
-          await must("bpftool batch", bpftool, ["batch", "file", file]);
-        }
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    },
+    batch: (ops) => runBatch(ops, chunk, (what, args) => must(what, bpftool, args)),
     async dump(mapPin) {
       return parseMapDump(
         await must(`bpftool map dump ${mapPin}`, bpftool, ["-j", "map", "dump", "pinned", mapPin]),

@@ -65,6 +65,8 @@ export class LbForwardings {
   readonly #listIds = new WeakMap<LoadBalancerPlan["members"], { plain?: number; zonal?: number }>();
   readonly #checkKeys = new WeakMap<HealthCheck, string>();
   readonly #listenerChecks = new WeakMap<LoadBalancerPlan, (HealthCheck | undefined)[]>();
+  readonly #selectionKeys = new WeakMap<LoadBalancerPlan, Map<HealthCheck | undefined, string>>();
+  readonly #keyStrings = new Map<string, string>();
 
   constructor(options: LbForwardingsOptions) {
     this.#o = options;
@@ -95,6 +97,7 @@ export class LbForwardings {
     // equal Maglev inputs share one table object, across passes (pruned when it outgrows
     // what the Services can use)
     if (this.#tables.size > 4 * plans.length + 64) this.#tables = new Map();
+    if (this.#keyStrings.size > 4 * plans.length + 64) this.#keyStrings.clear();
     const tables = this.#tables;
     const tableFor = (input: MaglevInput): MaglevTable => {
       const key = `${input.size}|${input.seed}|${input.backends.map((b) => `${b.name}:${b.weight}`).join(",")}`;
@@ -115,9 +118,7 @@ export class LbForwardings {
       check: HealthCheck | undefined,
       compute: () => BackendSelection,
     ) => {
-      // the families too: a check is probed once per family the plan serves, so a
-      // dual-stack Service's health is not an IPv4-only one's on the same nodes
-      const key = `${this.#memberId(plan)}#${plan.ipFamilies.join(",")}#${check ? this.#checkKey(check) : "-"}`;
+      const key = this.#selectionKey(plan, check);
       const now = selections.get(key);
       if (now) return now.selection;
       const signature = check ? healthSignature(plan, check, health) : "";
@@ -226,6 +227,28 @@ export class LbForwardings {
       return { listener: l.listener, protocol: l.protocol, port: l.port, ...sel };
     });
     return same ? last : { service: last.service, plan, listeners };
+  }
+
+  /** the name of the selection a plan's listener under `check` shares: its members, its
+   * families (a check is probed once per family the plan serves, so a dual-stack Service's
+   * health is not an IPv4-only one's on the same nodes) and the check — one string per plan
+   * and check, kept with the plan (a flip looks every Service up again) */
+  #selectionKey(plan: LoadBalancerPlan, check: HealthCheck | undefined): string {
+    let keys = this.#selectionKeys.get(plan);
+    if (!keys) {
+      keys = new Map();
+      this.#selectionKeys.set(plan, keys);
+    }
+    let key = keys.get(check);
+    if (key === undefined) {
+      key = `${this.#memberId(plan)}#${plan.ipFamilies.join(",")}#${check ? this.#checkKey(check) : "-"}`;
+      // interned: Services with equal keys share one string (a Map key hashed once)
+      const interned = this.#keyStrings.get(key);
+      if (interned === undefined) this.#keyStrings.set(key, key);
+      else key = interned;
+      keys.set(check, key);
+    }
+    return key;
   }
 
   #remember(p: LoadBalancerPlan): void {

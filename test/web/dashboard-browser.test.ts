@@ -145,7 +145,10 @@ test("dashboard in Chromium: every Service and node, traffic shares, a stopped a
       timeout: 15_000,
     })
     .catch((e: unknown) => {
-      rmSync(profile, { recursive: true, force: true });
+      // chromium may still be writing its profile: retry, and keep the launch's own error
+      try {
+        rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+      } catch {}
       throw e;
     });
   // the profile goes once the browser has closed (it writes there until then)

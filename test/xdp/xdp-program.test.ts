@@ -244,7 +244,7 @@ test("XDP program: every branch with crafted packets", { timeout: 120_000 }, asy
   });
 
   await t.test(
-    "a changed ring is swapped, and the batch ends with an RCU barrier the kernel accepts",
+    "a changed ring is swapped, then an RCU barrier the kernel accepts frees the old block",
     async () => {
       const barrier = `${p.dp.pinDir}/maps/rcu_barrier`;
       const shown = JSON.parse(p.bpftool(["-j", "map", "show", "pinned", barrier])) as { type: string };
@@ -260,6 +260,7 @@ test("XDP program: every branch with crafted packets", { timeout: 120_000 }, asy
             : s,
       );
       await p.dp.apply({ forwarding: moved.map((s) => forwardingOf(s, 7)), zones });
+      await p.dp.settled(); // the barrier runs after the commit
       const element = JSON.parse(p.bpftool(["-j", "map", "dump", "pinned", barrier])) as {
         value: string[];
       }[];

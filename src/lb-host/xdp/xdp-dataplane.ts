@@ -93,6 +93,8 @@ export class XdpDataplane implements LbDataplane {
   /** the RCU barrier the batches end with when they retire a ring block (undefined: the
    * ring pool's time grace instead) */
   #barrier: XdpBarrier | undefined;
+  /** the barrier of the last pass, still running */
+  #settling: Promise<void> | undefined;
   #last: LbDesiredState | undefined;
   #serial: Promise<unknown> = Promise.resolve();
   /** node index → the name and counter reading when that name took it */
@@ -215,8 +217,8 @@ export class XdpDataplane implements LbDataplane {
     // the blocks the ring ids point at stay untouched until nothing names them
     const ringIds = new Map<number, string>();
     for (const e of dumps.get("ring_ids") ?? []) {
-      const block = Math.floor(decodeU32(e.values[0]!) / this.#pool.blockSize);
-      ringIds.set(decodeU32(e.key), this.#pool.reserve(block));
+      const ref = e.values[0]!;
+      ringIds.set(decodeU32(e.key), this.#pool.reserve(decodeU32(ref), decodeU32(ref.subarray(4))));
     }
     this.#applied = { maps: kernelMaps(dumps), ringIds };
   }
@@ -256,6 +258,10 @@ export class XdpDataplane implements LbDataplane {
       memo: this.#memo,
       renderMemo: this.#renderMemo,
     });
+    // the last pass's barrier (its child process ran while this pass rendered) frees the
+    // blocks it retired before this pass places rings
+    const renderedOnly = this.#o.now();
+    await this.#settling;
     const rendered = this.#o.now();
     const update = planXdpUpdate(
       this.#applied,
@@ -267,8 +273,10 @@ export class XdpDataplane implements LbDataplane {
       this.#barrier,
     );
     const planned = this.#o.now();
+    // the barrier is not part of the commit: it runs after, and the next pass waits for it
+    const barrier = update.barrier ? update.ops.at(-1) : undefined;
     try {
-      await this.#o.bpf.batch(update.ops);
+      await this.#o.bpf.batch(barrier ? update.ops.slice(0, -1) : update.ops);
     } catch (e) {
       // part of the batch may have landed: compare with the kernel next time
       this.#applied = { maps: new Map(), ringIds: new Map() };
@@ -276,13 +284,23 @@ export class XdpDataplane implements LbDataplane {
       throw e;
     }
     this.#applied = update.applied;
-    if (update.barrier) this.#pool.settle();
+    if (barrier)
+      // a barrier that fails leaves the blocks retired: the pool's grace frees them
+      this.#settling = this.#o.bpf.batch([barrier]).then(
+        () => this.#pool.settle(),
+        () => undefined,
+      );
     const written = this.#o.now();
     pruneIndexes(this.#indexes, desired);
     return {
       ops: update.ops.length,
       ms: this.#o.now() - started,
-      phases: { render: rendered - started, plan: planned - rendered, write: written - planned },
+      phases: {
+        render: renderedOnly - started,
+        barrier: rendered - renderedOnly,
+        plan: planned - rendered,
+        write: written - planned,
+      },
     };
   }
 
@@ -339,7 +357,7 @@ export class XdpDataplane implements LbDataplane {
       const b = hexBytes(value);
       const base = decodeU32(b);
       const size = decodeU32(b.subarray(4));
-      const want = this.#pool.content(Math.floor(base / this.#pool.blockSize));
+      const want = this.#pool.content(base);
       if (!want || size === 0) continue;
       const keys = Array.from({ length: size }, (_, k) => encodeU32(base + k));
       const got = new Map<number, number>();
@@ -413,6 +431,12 @@ export class XdpDataplane implements LbDataplane {
 
   async stop(): Promise<void> {
     await this.#serial.catch(() => undefined);
+    await this.settled();
+  }
+
+  /** resolves once the last pass's RCU barrier ran (its retired ring blocks are free) */
+  async settled(): Promise<void> {
+    await this.#settling;
   }
 
   /** Detaches the program and removes every pin (`passlb lb --xdp-detach`). */

@@ -40,6 +40,8 @@ export interface XdpApplied {
   readonly maps: ReadonlyMap<XdpMapName, ReadonlyMap<string, string>>;
   /** ring id → the ring group it holds (xdp-maps.ts; unknown after a restart or a drift) */
   readonly ringIds: ReadonlyMap<number, string>;
+  /** ring id → the content key its block holds */
+  readonly contents?: ReadonlyMap<number, string>;
   /** the rendered entry maps the vips, src_ranges and zone_rings contents were made from */
   readonly from?: {
     readonly vips: XdpDesired["vips"];
@@ -101,8 +103,18 @@ export function planXdpUpdate(
   const ids = assignRingIds(applied, desired);
   let ringSlots = 0;
   const refs = new Map<number, string>();
+  const contents = new Map<number, string>();
   for (const [id, group] of ids.byId) {
     const ring = desired.rings.get(group)!;
+    contents.set(id, ring.key);
+    // the same content under the same id, still in its block: nothing to place (one
+    // Service's change under eTP Local leaves the other 9 999 rings alone)
+    const kept = applied.contents?.get(id) === ring.key && pool.find(ring.key) !== undefined;
+    const oldRef = kept ? old("ring_ids").get(encodeU32(id)) : undefined;
+    if (oldRef !== undefined) {
+      refs.set(id, oldRef);
+      continue;
+    }
     const placed = pool.place(ring.key, ring.slots, now, group);
     for (const k of placed.writes)
       ops.push({
@@ -148,10 +160,10 @@ export function planXdpUpdate(
   // array elements cannot be deleted: a node that left is written back to zero
   for (const k of old("nodes").keys())
     if (!desired.nodes.has(k)) ops.push({ op: "update", map: pin("nodes"), key: k, value: ZERO_NODE });
-  const contents = new Set<string>();
-  for (const ring of desired.rings.values()) contents.add(ring.key);
+  const wantedContents = new Set<string>();
+  for (const ring of desired.rings.values()) wantedContents.add(ring.key);
   let retired = false;
-  for (const key of [...pool.keys()]) if (!contents.has(key) && pool.retire(key, now)) retired = true;
+  for (const key of [...pool.keys()]) if (!wantedContents.has(key) && pool.retire(key, now)) retired = true;
   // nothing points at the retired blocks after the ops above: one barrier, and they are free
   if (retired && barrier) ops.push({ op: "barrier", map: barrier.map, inner: barrier.inner });
   next.set("vips", vips);
@@ -163,6 +175,7 @@ export function planXdpUpdate(
     applied: {
       maps: next,
       ringIds: ids.byId,
+      contents,
       from: { vips: desired.vips, srcRanges: desired.srcRanges, zoneRings: desired.zoneRings },
     },
     ringSlots,

@@ -23,20 +23,29 @@
  */
 
 export interface RingPlacement {
-  readonly block: number;
+  /** the block's first slot (a block is named by it) */
   readonly base: number;
   /** slot offsets (from base) to write before anything points at the block */
   readonly writes: readonly number[];
 }
 
+/** the block size a ring of `size` slots takes: the power of two at or above it */
+const capacityOf = (size: number): number => 2 ** Math.ceil(Math.log2(Math.max(size, 1)));
+
 export class RingPool {
-  readonly blockSize: number;
-  readonly blocks: number;
+  /** the largest ring (--max-table-size) */
+  readonly maxRing: number;
+  readonly totalSlots: number;
   readonly graceMs: number;
   readonly #inUse = new Map<string, number>();
   readonly #retired = new Map<number, { key: string; since: number }>();
-  /** free blocks, in the order they were freed (a Set keeps insertion order) */
-  readonly #free = new Set<number>();
+  /** block capacity → its free blocks, in the order they were freed */
+  readonly #free = new Map<number, Set<number>>();
+  /** block → its capacity (every block handed out or adopted) */
+  readonly #capacity = new Map<number, number>();
+  /** the first slot no block has taken yet (blocks are cut from the array upwards, each
+   * aligned to its capacity, so two blocks never overlap) */
+  #top = 0;
   /** block → the slots it holds, where known */
   readonly #content = new Map<number, Uint32Array>();
   /** block → the content key and lineage it last held (free blocks are found by them) */
@@ -45,43 +54,42 @@ export class RingPool {
   readonly #freeByKey = new Map<string, number>();
   readonly #freeByLineage = new Map<string, number>();
 
-  constructor(totalSlots: number, blockSize: number, graceMs = 2000) {
-    if (!(blockSize >= 1 && blockSize <= totalSlots))
-      throw new RangeError(`ring block size ${blockSize} does not fit ${totalSlots} slots`);
-    this.blockSize = blockSize;
-    this.blocks = Math.floor(totalSlots / blockSize);
+  constructor(totalSlots: number, maxRing: number, graceMs = 2000) {
+    if (!(maxRing >= 1 && capacityOf(maxRing) <= totalSlots))
+      throw new RangeError(`a ring of ${maxRing} slots does not fit ${totalSlots} slots`);
+    this.maxRing = maxRing;
+    this.totalSlots = totalSlots;
     this.graceMs = graceMs;
-    for (let b = 0; b < this.blocks; b++) this.#free.add(b);
   }
 
   /** The block holding this content, if any. */
-  find(key: string): { block: number; base: number } | undefined {
-    const block = this.#inUse.get(key);
-    return block === undefined ? undefined : { block, base: block * this.blockSize };
+  find(key: string): { base: number } | undefined {
+    const base = this.#inUse.get(key);
+    return base === undefined ? undefined : { base };
   }
 
-  /** A block holding `slots` once `writes` are done; throws when every block is in use or
-   * retired. `lineage` names the ring this content is a version of. */
+  /** A block holding `slots` once `writes` are done; throws when the ring array is full.
+   * `lineage` names the ring this content is a version of. */
   place(key: string, slots: Uint32Array, now: number, lineage?: string): RingPlacement {
     const used = this.#inUse.get(key);
-    if (used !== undefined) return this.#fill(used, key, slots, lineage);
+    if (used !== undefined && (this.#capacity.get(used) ?? 0) >= slots.length)
+      return this.#fill(used, key, slots, lineage);
     for (const [block, r] of this.#retired)
       if (r.key === key && this.#content.get(block) !== undefined) {
         this.#retired.delete(block);
         return this.#take(block, key, slots, lineage);
       }
     this.#reclaim(now);
+    const cap = capacityOf(slots.length);
+    const free = this.#free.get(cap);
     const block =
-      this.#freeHolding(this.#freeByKey.get(key), (h) => h.key === key) ??
+      this.#freeHolding(cap, this.#freeByKey.get(key), (h) => h.key === key) ??
       (lineage === undefined
         ? undefined
-        : this.#freeHolding(this.#freeByLineage.get(lineage), (h) => h.lineage === lineage)) ??
-      this.#free.values().next().value;
-    if (block === undefined)
-      throw new RangeError(
-        `all ${this.blocks} XDP ring blocks of ${this.blockSize} slots are in use (distinct Maglev tables); lower --max-table-size`,
-      );
-    this.#free.delete(block);
+        : this.#freeHolding(cap, this.#freeByLineage.get(lineage), (h) => h.lineage === lineage)) ??
+      free?.values().next().value ??
+      this.#cut(cap);
+    free?.delete(block);
     return this.#take(block, key, slots, lineage);
   }
 
@@ -101,13 +109,17 @@ export class RingPool {
     this.#retired.clear();
   }
 
-  /** A block the kernel's entries point at, content unknown (adopted at start): kept out of
-   * use until retired with the key returned. */
-  reserve(block: number): string {
-    const key = `adopted:${block}`;
-    this.#free.delete(block);
-    this.#inUse.set(key, block);
-    this.#content.delete(block);
+  /** A block the kernel's entries point at (adopted at start: its ring of `size` slots at
+   * `base`), content unknown: kept out of use until retired with the key returned. New
+   * blocks are cut above it; it is reused later only where it lines up as one of ours. */
+  reserve(base: number, size: number): string {
+    const key = `adopted:${base}`;
+    const cap = capacityOf(size);
+    for (const free of this.#free.values()) free.delete(base);
+    this.#inUse.set(key, base);
+    this.#content.delete(base);
+    if (base % cap === 0) this.#capacity.set(base, cap);
+    this.#top = Math.max(this.#top, base + cap);
     return key;
   }
 
@@ -119,9 +131,14 @@ export class RingPool {
     this.#freeByLineage.clear();
   }
 
-  /** What a block should hold, where known (the drift check compares it). */
-  content(block: number): Uint32Array | undefined {
-    return this.#content.get(block);
+  /** What the block at `base` should hold, where known (the drift check compares it). */
+  content(base: number): Uint32Array | undefined {
+    return this.#content.get(base);
+  }
+
+  /** slots the blocks cut so far span (the ring array's high-water mark) */
+  get slotsCut(): number {
+    return this.#top;
   }
 
   keys(): IterableIterator<string> {
@@ -137,6 +154,18 @@ export class RingPool {
     return this.#fill(block, key, slots, lineage);
   }
 
+  /** a fresh block of `cap` slots from the top of the array */
+  #cut(cap: number): number {
+    const base = Math.ceil(this.#top / cap) * cap;
+    if (base + cap > this.totalSlots)
+      throw new RangeError(
+        `the XDP ring array (${this.totalSlots} slots) is full: ${this.#inUse.size} distinct Maglev rings in use; lower --max-table-size`,
+      );
+    this.#top = base + cap;
+    this.#capacity.set(base, cap);
+    return base;
+  }
+
   #fill(block: number, key: string, slots: Uint32Array, lineage: string | undefined): RingPlacement {
     const old = this.#content.get(block);
     const writes: number[] = [];
@@ -144,21 +173,30 @@ export class RingPool {
     // the block's tail past a shorter ring is never read (ring_size bounds the slot)
     this.#content.set(block, old !== undefined && old.length > slots.length ? merge(old, slots) : slots);
     this.#held.set(block, { key, lineage: lineage ?? this.#held.get(block)?.lineage });
-    return { block, base: block * this.blockSize, writes };
+    return { base: block, writes };
   }
 
-  /** a free block whose known content still matches `holds` */
+  /** a free block of capacity `cap` whose known content still matches `holds` */
   #freeHolding(
+    cap: number,
     block: number | undefined,
     holds: (h: { key: string; lineage: string | undefined }) => boolean,
   ): number | undefined {
-    if (block === undefined || !this.#free.has(block) || !this.#content.has(block)) return undefined;
+    if (block === undefined || !this.#free.get(cap)?.has(block) || !this.#content.has(block))
+      return undefined;
     const h = this.#held.get(block);
     return h && holds(h) ? block : undefined;
   }
 
   #release(block: number): void {
-    this.#free.add(block);
+    const cap = this.#capacity.get(block);
+    if (cap === undefined) return; // an adopted block that does not line up: never reused
+    let free = this.#free.get(cap);
+    if (!free) {
+      free = new Set();
+      this.#free.set(cap, free);
+    }
+    free.add(block);
     const h = this.#held.get(block);
     if (!h || !this.#content.has(block)) return;
     this.#freeByKey.set(h.key, block);
