@@ -9,6 +9,7 @@
  * get its own stable subset of 250 nodes (10,000 distinct tables of M = 4,093 at 10,000
  * Services: 41 M kernel elements, not a shape a single nft table is meant to hold).
  */
+import type { HealthState } from "../src/forwarding/forwarding-state.ts";
 import type { EndpointSlice, Node, Service } from "../src/k8s/objects.ts";
 import { DEFAULT_CONFIG, type Snapshot } from "../src/k8s/snapshot.ts";
 import { seededRandom } from "../src/net/seeded-random.ts";
@@ -91,4 +92,22 @@ export function benchCluster(o: {
       pools: [{ name: "bench", addresses: ["fd00:10::/112"], autoAssign: true, avoidBuggyIPs: false }],
     },
   };
+}
+
+/** The benchmarks' endpoint change `i`: Service `(i >> 1) mod services` loses its first
+ * endpoint (even `i`) or gets it back (odd `i`), in `current`, from `original`'s slices. */
+export function endpointChange(original: Snapshot, current: Snapshot, i: number): Snapshot {
+  const s = (i >> 1) % original.endpointSlices.length;
+  const slices = [...current.endpointSlices];
+  const slice = original.endpointSlices[s]!;
+  slices[s] = i % 2 === 0 ? { ...slice, endpoints: (slice.endpoints ?? []).slice(1) } : slice;
+  return { ...current, endpointSlices: slices };
+}
+
+/** The benchmarks' health change `i`: node `(i >> 1) mod nodes` turns unhealthy (even `i`)
+ * or recovers (odd `i`). */
+export function healthChange(health: Map<string, HealthState>, nodes: number, i: number): void {
+  const node = `node-${(i >> 1) % nodes}`;
+  if (i % 2 === 0) health.set(node, "unhealthy");
+  else health.delete(node);
 }

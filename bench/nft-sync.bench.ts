@@ -34,7 +34,7 @@ import { realClock } from "../src/health/clock.ts";
 import { LbController } from "../src/lb-host/nftables/lb-controller.ts";
 import { kernelTableSize } from "../src/lb-host/nftables/render/kernel-table-size.ts";
 import { createNetns, deleteNetns, kernelSkipReason } from "../test/netns.ts";
-import { benchCluster } from "./nft-bench-cluster.ts";
+import { benchCluster, endpointChange, healthChange } from "./nft-bench-cluster.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -287,17 +287,10 @@ async function runShape(SERVICES: number, NODES: number, local: boolean): Promis
       incremental.set(kind, r);
       for (let i = 0; i < CHANGES; i++) {
         if (kind === "health") {
-          const node = `node-${(i >> 1) % NODES}`;
-          if (i % 2 === 0) health.set(node, "unhealthy");
-          else health.delete(node);
+          healthChange(health, NODES, i);
           healthVersion++;
         } else {
-          const s = (i >> 1) % SERVICES;
-          const slices = [...current.endpointSlices];
-          const original = snapshot.endpointSlices[s]!;
-          slices[s] =
-            i % 2 === 0 ? { ...original, endpoints: (original.endpoints ?? []).slice(1) } : original;
-          current = { ...current, endpointSlices: slices };
+          current = endpointChange(snapshot, current, i);
           c.setSnapshot(current, false, false);
         }
         const t = performance.now();

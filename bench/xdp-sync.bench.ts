@@ -28,7 +28,7 @@ import { XdpDataplane } from "../src/lb-host/xdp/xdp-dataplane.ts";
 import type { NextHop } from "../src/lb-host/xdp/xdp-maps.ts";
 import { buildXdpObject } from "../src/lb-host/xdp/xdp-object.ts";
 import { benchArg } from "./lab-bench-setup.ts";
-import { benchCluster } from "./nft-bench-cluster.ts";
+import { benchCluster, endpointChange, healthChange } from "./nft-bench-cluster.ts";
 
 const SERVICES = benchArg("services", 10_000);
 const NODES = benchArg("nodes", 1000);
@@ -105,17 +105,9 @@ async function runShape(local: boolean, object: string, pinDir: string): Promise
   };
   for (let i = 0; i < CHANGES; i++) {
     if (!local) {
-      const node = `node-${(i >> 1) % NODES}`;
-      if (i % 2 === 0) health.set(node, "unhealthy");
-      else health.delete(node);
+      healthChange(health, NODES, i);
       version++;
-    } else {
-      const s = (i >> 1) % SERVICES;
-      const slices = [...current.endpointSlices];
-      const original = snapshot.endpointSlices[s]!;
-      slices[s] = i % 2 === 0 ? { ...original, endpoints: (original.endpoints ?? []).slice(1) } : original;
-      current = { ...current, endpointSlices: slices };
-    }
+    } else current = endpointChange(snapshot, current, i);
     const t = performance.now();
     const forwarding = forwardings.update(current, false, lookup, version);
     const tf = performance.now();
