@@ -80,3 +80,12 @@ test("an adopted block is kept out of use, and reused only where it lines up as 
   assert.equal(pool.place("x", new Uint32Array(4093).fill(2), 0, "x").base, 0, "the aligned one is reused");
   assert.throws(() => pool.place("y", new Uint32Array(4093).fill(3), 0, "y"), /is full/, "the other is not");
 });
+
+test("reserving a block the pool placed itself keeps its key (it is never freed under it)", () => {
+  const pool = new RingPool(8192, 4093);
+  const a = pool.place("A", new Uint32Array(4093).fill(1), 0, "g");
+  assert.equal(pool.reserve(a.base, 4093), "A");
+  pool.retire("B-none", 0);
+  pool.settle();
+  assert.notEqual(pool.place("C", new Uint32Array(4093).fill(2), 0, "h").base, a.base, "A's block stays A's");
+});

@@ -38,6 +38,8 @@ export class RingPool {
   readonly totalSlots: number;
   readonly graceMs: number;
   readonly #inUse = new Map<string, number>();
+  /** block → the key in use on it (the reverse of #inUse) */
+  readonly #keyOf = new Map<number, string>();
   readonly #retired = new Map<number, { key: string; since: number }>();
   /** block capacity → its free blocks, in the order they were freed */
   readonly #free = new Map<number, Set<number>>();
@@ -99,6 +101,7 @@ export class RingPool {
     const block = this.#inUse.get(key);
     if (block === undefined) return false;
     this.#inUse.delete(key);
+    this.#keyOf.delete(block);
     this.#retired.set(block, { key, since: now });
     return true;
   }
@@ -113,9 +116,15 @@ export class RingPool {
    * `base`), content unknown: kept out of use until retired with the key returned. New
    * blocks are cut above it; it is reused later only where it lines up as one of ours. */
   reserve(base: number, size: number): string {
+    // a block this pool already placed (the program was loaded again over our own maps)
+    // keeps its key: two keys on one block would free it while the other still uses it
+    const placed = this.#keyOf.get(base);
+    if (placed !== undefined) return placed;
     const key = `adopted:${base}`;
+    this.#keyOf.set(base, key);
     const cap = capacityOf(size);
     for (const free of this.#free.values()) free.delete(base);
+    this.#retired.delete(base);
     this.#inUse.set(key, base);
     this.#content.delete(base);
     if (base % cap === 0) this.#capacity.set(base, cap);
@@ -151,6 +160,7 @@ export class RingPool {
 
   #take(block: number, key: string, slots: Uint32Array, lineage: string | undefined): RingPlacement {
     this.#inUse.set(key, block);
+    this.#keyOf.set(block, key);
     return this.#fill(block, key, slots, lineage);
   }
 
