@@ -33,8 +33,6 @@ export interface RingPlacement {
 const capacityOf = (size: number): number => 2 ** Math.ceil(Math.log2(Math.max(size, 1)));
 
 export class RingPool {
-  /** the largest ring (--max-table-size) */
-  readonly maxRing: number;
   readonly totalSlots: number;
   readonly graceMs: number;
   readonly #inUse = new Map<string, number>();
@@ -59,7 +57,6 @@ export class RingPool {
   constructor(totalSlots: number, maxRing: number, graceMs = 2000) {
     if (!(maxRing >= 1 && capacityOf(maxRing) <= totalSlots))
       throw new RangeError(`a ring of ${maxRing} slots does not fit ${totalSlots} slots`);
-    this.maxRing = maxRing;
     this.totalSlots = totalSlots;
     this.graceMs = graceMs;
   }
@@ -74,8 +71,7 @@ export class RingPool {
    * `lineage` names the ring this content is a version of. */
   place(key: string, slots: Uint32Array, now: number, lineage?: string): RingPlacement {
     const used = this.#inUse.get(key);
-    if (used !== undefined && (this.#capacity.get(used) ?? 0) >= slots.length)
-      return this.#fill(used, key, slots, lineage);
+    if (used !== undefined) return this.#fill(used, key, slots, lineage);
     for (const [block, r] of this.#retired)
       if (r.key === key && this.#content.get(block) !== undefined) {
         this.#retired.delete(block);
